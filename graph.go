@@ -1,0 +1,237 @@
+package graphserver
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Graph is an executable graph the server hosts, registered under a graph id.
+// The built-in engine in package graph implements it; any type may.
+//
+// The server calls a Graph from many goroutines at once: implementations must
+// be safe for concurrent use. Every method that reads or writes state does so
+// through the Checkpointer in its request, bound to the thread.
+type Graph interface {
+	// Run executes the graph once, from req.Input or req.Command (both empty:
+	// continue from the latest checkpoint), emitting stream parts to emit in
+	// order as it goes. It blocks until the graph finishes, pauses at an
+	// interrupt or breakpoint (a pause is not an error: the state's Next is
+	// non-empty), fails, or ctx is cancelled (then it returns context.Cause).
+	// A failure inside a node is returned as an error; ErrorName names it.
+	Run(ctx context.Context, req *GraphRun, emit func(StreamPart)) error
+
+	// State returns the state at req.Checkpoint (the latest when its
+	// CheckpointID is empty). A thread with no checkpoint yet gives an empty
+	// ThreadState (Checkpoint nil), not an error.
+	State(ctx context.Context, req *StateRequest) (*ThreadState, error)
+
+	// History lists the checkpoints of one namespace of a thread, newest first.
+	History(ctx context.Context, req *HistoryRequest) ([]*ThreadState, error)
+
+	// UpdateState writes req.Values as if node req.AsNode had returned them,
+	// creating a new checkpoint (a fork when req.Checkpoint names an old one),
+	// and returns it.
+	UpdateState(ctx context.Context, req *UpdateStateRequest) (*Checkpoint, error)
+
+	// Drawing returns the graph's nodes and edges; xray > 0 expands subgraphs
+	// that many levels deep.
+	Drawing(ctx context.Context, config Object, xray int) (*Drawing, error)
+
+	// Schemas returns the JSON Schemas of the graph's input, output, state,
+	// config and context (nil where unknown).
+	Schemas(ctx context.Context, config Object) (*GraphSchemas, error)
+
+	// Subgraphs returns the schemas of subgraphs by namespace ("node" or
+	// "node|child"), limited to namespace when non-empty, nested levels
+	// included when recurse is true.
+	Subgraphs(ctx context.Context, config Object, namespace string, recurse bool) (map[string]*GraphSchemas, error)
+}
+
+// GraphRun is what a Graph needs to execute one run.
+type GraphRun struct {
+	RunID    string
+	ThreadID string
+
+	// Input is the run's input; nil or JSON null continues from the latest
+	// checkpoint (after a breakpoint). Command, when set, replaces Input.
+	Input   json.RawMessage
+	Command *Command
+
+	// Config is the merged config; Config["configurable"] holds thread_id,
+	// run_id, assistant_id, graph_id, checkpoint_id (fork point) and user keys.
+	Config  Object
+	Context Object
+	// Metadata is written into every checkpoint's metadata.
+	Metadata Object
+
+	// StreamModes are the modes whose parts the graph must emit: values,
+	// updates, custom, messages-tuple, messages, debug, tasks, checkpoints,
+	// events. Subgraphs asks for parts of nested graphs too.
+	StreamModes []string
+	Subgraphs   bool
+
+	InterruptBefore Breakpoints
+	InterruptAfter  Breakpoints
+
+	// Durability is sync, async (default) or exit.
+	Durability string
+
+	// Checkpointer persists the thread's checkpoints; nil runs without
+	// persistence (state lives only for this call).
+	Checkpointer Checkpointer
+	// Store is the cross-thread item store handed to nodes; nil if none.
+	Store Store
+}
+
+// StreamPart is one event a running graph emits. Event is the SSE event name
+// without namespace ("values", "updates", "messages", "messages/partial",
+// "custom", ...); Namespace lists "<node>:<task_id>" levels for parts of
+// subgraphs (empty for the root graph); Data is the JSON payload.
+type StreamPart struct {
+	Event     string
+	Namespace []string
+	Data      json.RawMessage
+}
+
+// StateRequest asks a Graph for one state snapshot.
+type StateRequest struct {
+	Checkpoint   Checkpoint
+	Subgraphs    bool
+	Config       Object
+	Checkpointer Checkpointer
+}
+
+// HistoryRequest asks a Graph for a thread's history.
+type HistoryRequest struct {
+	Checkpoint   Checkpoint // thread and namespace (checkpoint id, if set, is the newest to return)
+	Limit        int
+	Before       string   // checkpoint id; only older checkpoints are returned
+	Metadata     Metadata // containment filter on checkpoint metadata
+	Config       Object
+	Checkpointer Checkpointer
+}
+
+// UpdateStateRequest asks a Graph to write a state update.
+type UpdateStateRequest struct {
+	Checkpoint   Checkpoint      // thread, namespace and optional fork point
+	Values       json.RawMessage // object, list or null
+	Command      *Command        // thread supersteps may carry a command
+	AsNode       string          // node the update is attributed to; "" = inferred
+	Config       Object
+	Metadata     Object // extra checkpoint metadata
+	Checkpointer Checkpointer
+	Store        Store
+}
+
+// Drawing is the JSON form of a graph for GET /assistants/{id}/graph.
+type Drawing struct {
+	Nodes []DrawingNode `json:"nodes"`
+	Edges []DrawingEdge `json:"edges"`
+}
+
+// DrawingNode is a node of a Drawing.
+type DrawingNode struct {
+	ID       string `json:"id"`
+	Type     string `json:"type,omitempty"`
+	Data     any    `json:"data"`
+	Metadata any    `json:"metadata,omitempty"`
+}
+
+// DrawingEdge is an edge of a Drawing.
+type DrawingEdge struct {
+	Source      string `json:"source"`
+	Target      string `json:"target"`
+	Data        any    `json:"data,omitempty"`
+	Conditional bool   `json:"conditional,omitempty"`
+}
+
+// GraphSchemas holds a graph's JSON Schemas.
+type GraphSchemas struct {
+	GraphID       string          `json:"graph_id,omitempty"`
+	InputSchema   json.RawMessage `json:"input_schema"`
+	OutputSchema  json.RawMessage `json:"output_schema"`
+	StateSchema   json.RawMessage `json:"state_schema"`
+	ConfigSchema  json.RawMessage `json:"config_schema"`
+	ContextSchema json.RawMessage `json:"context_schema"`
+}
+
+// ErrorName returns the name a failed run reports for err: the result of an
+// ErrorName() string method found in err's chain, else "Error".
+func ErrorName(err error) string {
+	for e := err; e != nil; {
+		if n, ok := e.(interface{ ErrorName() string }); ok {
+			return n.ErrorName()
+		}
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	return "Error"
+}
+
+// Checkpointer persists a thread's checkpoints for a Graph. Storage drivers
+// implement it; the graph engine owns what a checkpoint means.
+//
+// Channel values are stored as versioned blobs, written only when a channel
+// changes. A blob whose Base is set holds only the elements appended to the
+// array value at version Base, so append-only channels (chat messages) store
+// each element once; drivers reconstruct the full value on read.
+type Checkpointer interface {
+	// PutCheckpoint saves cp (its NewBlobs included) in one transaction.
+	PutCheckpoint(ctx context.Context, cp *CheckpointRecord) error
+	// PutWrites saves the pending writes of one task at a checkpoint,
+	// replacing earlier writes of that task there.
+	PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
+	// GetCheckpoint returns the checkpoint with the given id in namespace ns
+	// (the latest one when checkpointID is empty), with Values and
+	// PendingWrites filled. It returns ENOTFOUND when there is none.
+	GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*CheckpointRecord, error)
+	// ListCheckpoints returns checkpoints of one namespace, newest first, with
+	// Values and PendingWrites filled.
+	ListCheckpoints(ctx context.Context, threadID string, opts CheckpointListOptions) ([]*CheckpointRecord, error)
+}
+
+// CheckpointRecord is a stored checkpoint.
+type CheckpointRecord struct {
+	ThreadID           string
+	NS                 string // "" for the root graph; "node:task_id|child:task_id" below
+	CheckpointID       string // time-ordered: a later checkpoint has a greater id
+	ParentCheckpointID string // "" for the first
+	RunID              string // the run that wrote it, if any
+	CreatedAt          time.Time
+	Metadata           Object            // source, step, parents, run metadata (searchable)
+	ChannelVersions    map[string]string // channel -> version of its value here
+	Body               json.RawMessage   // engine-owned (versions seen, pending sends, ...)
+
+	NewBlobs      []ChannelBlob              // put: values written at this checkpoint
+	Values        map[string]json.RawMessage // get: full value of every channel in ChannelVersions
+	PendingWrites []PendingWrite             // get: writes saved with PutWrites
+}
+
+// ChannelBlob is one version of one channel's value.
+type ChannelBlob struct {
+	Channel string
+	Version string
+	Base    string          // "" = Data is the whole value; else Data is an array appended to version Base
+	Data    json.RawMessage // JSON value
+}
+
+// PendingWrite is a write a task made, saved before its step is committed.
+type PendingWrite struct {
+	TaskID   string
+	TaskPath string // engine-defined order key for tasks (e.g. push/pull path)
+	Idx      int
+	Channel  string
+	Value    json.RawMessage
+}
+
+// CheckpointListOptions selects checkpoints for ListCheckpoints.
+type CheckpointListOptions struct {
+	NS       string
+	Before   string   // only checkpoints with a smaller id
+	Limit    int      // 0 = no limit
+	Metadata Metadata // containment filter on checkpoint metadata
+}

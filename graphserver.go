@@ -1,0 +1,150 @@
+package graphserver
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+)
+
+// Options configures a Server. The zero value of every field but Storage is
+// useful; defaults are applied by New and documented per field.
+type Options struct {
+	// Storage is the persistence driver (required). The Server does not close
+	// it: whoever opened it closes it, after Server.Close.
+	Storage Storage
+
+	// Graphs maps graph ids to graphs. Each gets a system assistant with id
+	// SystemAssistantID(graph_id). New copies the map.
+	Graphs map[string]Graph
+
+	// Logger receives the server's logs. Default: slog.Default().
+	Logger *slog.Logger
+
+	// Now returns the current time. Default: time.Now. Tests inject a clock.
+	Now func() time.Time
+}
+
+// Server hosts graphs and implements every operation of the API as a Go
+// method. It is safe for concurrent use. Create one with New, start its
+// background work with Start, stop it with Close.
+type Server struct {
+	storage Storage
+	graphs  map[string]Graph
+	logger  *slog.Logger
+	now     func() time.Time
+
+	// lifetime is cancelled (with a cause) when Close gives up waiting; work
+	// started by the server derives from it, not from request contexts.
+	lifetime context.Context
+	stop     context.CancelCauseFunc
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	wg      sync.WaitGroup // background goroutines started by Start
+}
+
+// New validates opts and returns a Server. It starts no goroutines and does
+// no I/O: CRUD methods work at once; runs wait until Start.
+func New(opts Options) (*Server, error) {
+	if opts.Storage == nil {
+		return nil, Errorf(EINVALID, "Options.Storage is required")
+	}
+	for id, g := range opts.Graphs {
+		if id == "" || g == nil {
+			return nil, Errorf(EINVALID, "Options.Graphs: graph ids must be non-empty and graphs non-nil")
+		}
+	}
+	lifetime, stop := context.WithCancelCause(context.Background())
+	s := &Server{
+		storage:  opts.Storage,
+		graphs:   maps.Clone(opts.Graphs),
+		logger:   cmp.Or(opts.Logger, slog.Default()),
+		now:      opts.Now,
+		lifetime: lifetime,
+		stop:     stop,
+	}
+	if s.graphs == nil {
+		s.graphs = map[string]Graph{}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// clock returns the current time in UTC, truncated to microseconds so that
+// values survive a round trip through storage unchanged.
+func (s *Server) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// ErrServerClosed is the cause given to work cancelled because the Server is
+// closing; such work gives up its lease instead of being marked failed.
+var ErrServerClosed = Errorf(EUNAVAILABLE, "The server is shutting down.")
+
+// Start checks the storage, creates the system assistants of the registered
+// graphs, and starts the background work (workers, sweeps, schedulers). It
+// returns the first error synchronously. Background work runs until Close.
+// Calling Start twice, or after Close, returns an error.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrServerClosed
+	} else if s.started {
+		return Errorf(ECONFLICT, "The server is already started.")
+	}
+	if err := s.storage.Ping(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureSystemAssistants(ctx); err != nil {
+		return err
+	}
+	for _, run := range s.backgroundTasks() {
+		s.wg.Go(func() { run(s.lifetime) })
+	}
+	s.started = true
+	return nil
+}
+
+// Close stops background work. It waits for work in flight until ctx ends,
+// then cancels what is left with ErrServerClosed, waits for it to return, and
+// returns ctx.Err(). It is idempotent and safe to call without Start. After
+// Close, methods that start work return EUNAVAILABLE. It does not close the
+// Storage.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+
+	s.beginDrain()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		s.stop(ErrServerClosed)
+		return nil
+	case <-ctx.Done():
+		s.stop(ErrServerClosed)
+		<-done
+		return ctx.Err()
+	}
+}
+
+// isClosed reports whether Close has been called.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// backgroundTasks lists the loops Start runs; each returns when ctx ends or
+// when the server begins draining.
+func (s *Server) backgroundTasks() []func(ctx context.Context) {
+	return nil
+}
+
+// beginDrain tells background loops to stop taking new work.
+func (s *Server) beginDrain() {}

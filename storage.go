@@ -1,0 +1,72 @@
+package graphserver
+
+import (
+	"context"
+	"time"
+)
+
+// Storage is the persistence driver the Server runs on. Package sqlite
+// implements it; internal/storagetest holds the behaviour every driver must
+// show. Each method is atomic. Methods return *Error values: ENOTFOUND for a
+// missing resource or one hidden by the given Filter, ECONFLICT for an id
+// already taken, EINVALID for input the driver cannot store.
+//
+// It is split by concern so that code needing one part takes only that part.
+type Storage interface {
+	AssistantStorage
+	ThreadStorage
+	Checkpointer
+	// Ping checks that the storage answers.
+	Ping(ctx context.Context) error
+}
+
+// AssistantStorage persists assistants and their versions.
+type AssistantStorage interface {
+	// CreateAssistant inserts a as version 1, with its version row. If the id
+	// is taken it returns ECONFLICT (also when filter hides the existing
+	// assistant), or with ifExists do_nothing the existing assistant.
+	CreateAssistant(ctx context.Context, a *Assistant, ifExists string, filter Filter) (*Assistant, error)
+	GetAssistant(ctx context.Context, id string, filter Filter) (*Assistant, error)
+	// UpdateAssistant applies patch as a new version (max version + 1) and
+	// makes it current.
+	UpdateAssistant(ctx context.Context, id string, patch *AssistantPatch, now time.Time, filter Filter) (*Assistant, error)
+	// DeleteAssistant deletes the assistant and its versions; with
+	// deleteThreads, also the threads whose metadata.assistant_id is id.
+	DeleteAssistant(ctx context.Context, id string, deleteThreads bool, filter Filter) error
+	// SearchAssistants returns at most s.Limit+1 rows so callers can tell
+	// whether more exist.
+	SearchAssistants(ctx context.Context, s *AssistantSearch) ([]*Assistant, error)
+	CountAssistants(ctx context.Context, s *AssistantSearch) (int, error)
+	ListAssistantVersions(ctx context.Context, id string, s *AssistantVersionSearch) ([]*AssistantVersion, error)
+	// SetAssistantVersion copies version onto the assistant and makes it current.
+	SetAssistantVersion(ctx context.Context, id string, version int, now time.Time, filter Filter) (*Assistant, error)
+}
+
+// ThreadStorage persists threads.
+type ThreadStorage interface {
+	// CreateThread inserts t. If the id exists it returns ECONFLICT, or with
+	// ifExists do_nothing the existing thread.
+	CreateThread(ctx context.Context, t *Thread, ifExists string, filter Filter) (*Thread, error)
+	GetThread(ctx context.Context, id string, filter Filter) (*Thread, error)
+	// UpdateThread merges patch.Metadata into the thread's metadata and sets
+	// its TTL when given.
+	UpdateThread(ctx context.Context, id string, patch *ThreadPatch, now time.Time, filter Filter) (*Thread, error)
+	// DeleteThread deletes the thread with its checkpoints (and runs, once
+	// runs exist).
+	DeleteThread(ctx context.Context, id string, filter Filter) error
+	// SearchThreads returns at most s.Limit+1 rows.
+	SearchThreads(ctx context.Context, s *ThreadSearch) ([]*Thread, error)
+	CountThreads(ctx context.Context, s *ThreadSearch) (int, error)
+	// CopyThread creates thread newID with the source's metadata, config,
+	// values and every checkpoint (rewritten to the new id). ENOTFOUND when the
+	// source is missing or hidden.
+	CopyThread(ctx context.Context, sourceID, newID string, now time.Time, filter Filter) (*Thread, error)
+	// PruneThreads deletes the threads (strategy delete) or all but their
+	// latest root checkpoint (keep_latest) and returns how many threads it
+	// pruned; missing ids are not counted.
+	PruneThreads(ctx context.Context, ids []string, strategy string, filter Filter) (int, error)
+	// SetThreadSummary records a thread's latest values, interrupts, status and
+	// error after a run or a state update, bumping updated_at and
+	// state_updated_at.
+	SetThreadSummary(ctx context.Context, id string, s *ThreadSummary, now time.Time) error
+}
