@@ -7,16 +7,16 @@ import (
 
 // Error codes. httpapi maps each to one HTTP status; client maps statuses back.
 const (
-	EINVALID      = "invalid"       // 422: the request is malformed or fails validation
-	EBADREQUEST   = "bad_request"   // 400: the request is well-formed but cannot be served as asked
-	ENOTFOUND     = "not_found"     // 404: the resource does not exist or the caller may not see it
-	ECONFLICT     = "conflict"      // 409: the resource already exists or is in the wrong state
-	EBUSY         = "busy"          // 409: the thread has a run in flight
-	EUNAUTHORIZED = "unauthorized"  // 401: missing or invalid credentials
-	EFORBIDDEN    = "forbidden"     // 403: the caller may not do this
-	EUNAVAILABLE  = "unavailable"   // 503: the server is closing or overloaded
-	EINTERNAL     = "internal"      // 500: a bug or an infrastructure failure
-	ETOOLARGE     = "too_large"     // 413: the request body exceeds the configured limit
+	EINVALID      = "invalid"      // 422: the request is malformed or fails validation
+	EBADREQUEST   = "bad_request"  // 400: the request is well-formed but cannot be served as asked
+	ENOTFOUND     = "not_found"    // 404: the resource does not exist or the caller may not see it
+	ECONFLICT     = "conflict"     // 409: the resource already exists or is in the wrong state
+	EBUSY         = "busy"         // 409: the thread has a run in flight
+	EUNAUTHORIZED = "unauthorized" // 401: missing or invalid credentials
+	EFORBIDDEN    = "forbidden"    // 403: the caller may not do this
+	EUNAVAILABLE  = "unavailable"  // 503: the server is closing or overloaded
+	EINTERNAL     = "internal"     // 500: a bug or an infrastructure failure
+	ETOOLARGE     = "too_large"    // 413: the request body exceeds the configured limit
 )
 
 // Error is the one error type the domain returns. Code says what kind of
