@@ -38,3 +38,55 @@ func (s *Server) ensureSystemAssistants(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Version is the graphserver version reported by GET /info.
+const Version = "0.1.0-dev"
+
+// Info is what GET /info reports: the version, and flags telling clients
+// (LangGraph Studio reads them) which features this server offers.
+type Info struct {
+	Version string    `json:"version"`
+	Context string    `json:"context"`
+	Flags   InfoFlags `json:"flags"`
+	Host    InfoHost  `json:"host"`
+}
+
+// InfoFlags are the feature flags of GET /info.
+type InfoFlags struct {
+	Assistants               bool `json:"assistants"`
+	Crons                    bool `json:"crons"`
+	Langsmith                bool `json:"langsmith"`
+	LangsmithTracingReplicas bool `json:"langsmith_tracing_replicas"`
+}
+
+// InfoHost describes the deployment, in the Platform's shape; a self-hosted
+// graphserver has no project, revision or tenant ids.
+type InfoHost struct {
+	Kind           string  `json:"kind"`
+	ProjectID      *string `json:"project_id"`
+	HostRevisionID *string `json:"host_revision_id"`
+	RevisionID     *string `json:"revision_id"`
+	TenantID       *string `json:"tenant_id"`
+}
+
+// Info reports the server's version and which features are on. It does no
+// I/O and is safe for concurrent use.
+func (s *Server) Info() *Info {
+	return &Info{
+		Version: Version,
+		Context: "go",
+		Flags: InfoFlags{
+			Assistants:               true,
+			Crons:                    false,
+			Langsmith:                false,
+			LangsmithTracingReplicas: true,
+		},
+		Host: InfoHost{Kind: "self-hosted"},
+	}
+}
+
+// Ping checks that the storage answers, for health checks (GET /ok?check_db=1).
+// It returns the storage's error and blocks until it answers or ctx ends.
+func (s *Server) Ping(ctx context.Context) error {
+	return s.storage.Ping(ctx)
+}

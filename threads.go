@@ -1,8 +1,14 @@
 package graphserver
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Thread statuses.
@@ -208,4 +214,266 @@ type ThreadSummary struct {
 	Values     json.RawMessage
 	Interrupts map[string][]Interrupt
 	Error      json.RawMessage
+}
+
+// ThreadIncludeTTL is the include value of GetThread that adds the ttl field.
+const ThreadIncludeTTL = "ttl"
+
+// checkTTL validates and defaults a thread TTL; nil is allowed.
+func checkTTL(ttl *ThreadTTL) error {
+	if ttl == nil {
+		return nil
+	}
+	if ttl.Minutes <= 0 {
+		return Errorf(EINVALID, "Invalid ttl %v: must be a positive number of minutes", ttl.Minutes)
+	}
+	return checkEnum("ttl strategy", &ttl.Strategy, PruneDelete, []string{PruneDelete, PruneKeepLatest})
+}
+
+// ttlInfo turns a requested TTL into the stored form, expiring from now.
+func ttlInfo(ttl *ThreadTTL, now time.Time) *ThreadTTLInfo {
+	if ttl == nil {
+		return nil
+	}
+	exp := now.Add(time.Duration(ttl.Minutes * float64(time.Minute)))
+	return &ThreadTTLInfo{Strategy: ttl.Strategy, TTLMinutes: ttl.Minutes, ExpiresAt: &exp}
+}
+
+// withoutTTL returns t with TTL cleared unless include names it: the wire
+// shows ttl only to GET /threads/{id}?include=ttl.
+func withoutTTL(t *Thread, include []string) *Thread {
+	if t != nil && t.TTL != nil && !slices.Contains(include, ThreadIncludeTTL) {
+		c := *t
+		c.TTL = nil
+		return &c
+	}
+	return t
+}
+
+// CreateThread creates an idle thread with no values. An empty ThreadID gets
+// a new UUID; GraphID, when set, is stored as metadata.graph_id; TTL is
+// stored with its expiry time.
+//
+// It returns EINVALID when thread_id is not a UUID, if_exists is not
+// raise|do_nothing or the ttl is not positive with strategy delete or
+// keep_latest; EBADREQUEST when supersteps are given (they need the graph
+// engine); ECONFLICT when the id is taken and if_exists is raise (with
+// do_nothing, the existing thread is returned unchanged). It blocks on
+// storage.
+func (s *Server) CreateThread(ctx context.Context, c ThreadCreate) (*Thread, error) {
+	id := uuid.NewString()
+	if c.ThreadID != "" {
+		var err error
+		if id, err = parseUUID("thread", c.ThreadID); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkIfExists(&c.IfExists); err != nil {
+		return nil, err
+	}
+	if err := checkTTL(c.TTL); err != nil {
+		return nil, err
+	}
+	if len(c.Supersteps) > 0 {
+		return nil, Errorf(EBADREQUEST, "supersteps require the graph engine")
+	}
+	filter, err := s.authFilter(ctx, "threads", "create", &c)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	t := &Thread{
+		ThreadID:       id,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		StateUpdatedAt: now,
+		Metadata:       c.Metadata.Clone(),
+		Config:         Object{},
+		Context:        Object{},
+		Status:         ThreadIdle,
+		TTL:            ttlInfo(c.TTL, now),
+	}
+	if c.GraphID != "" {
+		t.Metadata["graph_id"] = c.GraphID
+	}
+	t, err = s.storage.CreateThread(ctx, t, c.IfExists, filter)
+	return withoutTTL(t, nil), err
+}
+
+// GetThread returns the thread with the given id. include may name
+// ThreadIncludeTTL to fill the TTL field; other values are ignored. It
+// returns EINVALID when id is not a UUID and ENOTFOUND when the thread is
+// missing or hidden. It blocks on storage.
+func (s *Server) GetThread(ctx context.Context, id string, include ...string) (*Thread, error) {
+	id, err := parseUUID("thread", id)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": id})
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.storage.GetThread(ctx, id, filter)
+	return withoutTTL(t, include), err
+}
+
+// UpdateThread merges p.Metadata shallowly into the thread's metadata, sets
+// its TTL when p.TTL is given, and bumps updated_at. It returns EINVALID for
+// a malformed id or ttl and ENOTFOUND when the thread is missing or hidden.
+// It blocks on storage.
+func (s *Server) UpdateThread(ctx context.Context, id string, p ThreadPatch) (*Thread, error) {
+	id, err := parseUUID("thread", id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTTL(p.TTL); err != nil {
+		return nil, err
+	}
+	filter, err := s.authFilter(ctx, "threads", "update", &p)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.storage.UpdateThread(ctx, id, &p, s.clock(), filter)
+	return withoutTTL(t, nil), err
+}
+
+// DeleteThread deletes the thread with its checkpoints and runs. It returns
+// EINVALID when id is not a UUID and ENOTFOUND when the thread is missing or
+// hidden. It blocks on storage.
+func (s *Server) DeleteThread(ctx context.Context, id string) error {
+	id, err := parseUUID("thread", id)
+	if err != nil {
+		return err
+	}
+	filter, err := s.authFilter(ctx, "threads", "delete", map[string]any{"thread_id": id})
+	if err != nil {
+		return err
+	}
+	return s.storage.DeleteThread(ctx, id, filter)
+}
+
+// checkThreadSearch validates the filters shared by search and count:
+// ids must be UUIDs (rewritten in canonical form), status one of
+// ThreadStatuses, values a JSON object when given.
+func checkThreadSearch(q *ThreadSearch) error {
+	ids := make([]string, len(q.IDs))
+	for i, id := range q.IDs {
+		var err error
+		if ids[i], err = parseUUID("thread", id); err != nil {
+			return err
+		}
+	}
+	if q.IDs != nil {
+		q.IDs = ids
+	}
+	if q.Status != "" && !slices.Contains(ThreadStatuses, q.Status) {
+		return Errorf(EINVALID, "Invalid status %q: must be one of %s", q.Status, strings.Join(ThreadStatuses, ", "))
+	}
+	if v := bytes.TrimSpace(q.Values); len(v) == 0 || bytes.Equal(v, []byte("null")) {
+		q.Values = nil
+	} else if v[0] != '{' {
+		return Errorf(EINVALID, "Invalid values filter: must be a JSON object")
+	}
+	return nil
+}
+
+// SearchThreads returns one page of the threads matching q, sorted by
+// q.SortBy (default created_at) and q.SortOrder (default desc). Limit 0
+// means DefaultLimit.
+//
+// It returns EINVALID when an id is not a UUID, status is unknown, values is
+// not an object, limit is outside 1..MaxLimit, offset is negative, or
+// sort_by, sort_order or a select field is not one the API offers
+// (ThreadSortColumns, ThreadSelectColumns). It blocks on storage.
+func (s *Server) SearchThreads(ctx context.Context, q ThreadSearch) (*Page[*Thread], error) {
+	if err := checkThreadSearch(&q); err != nil {
+		return nil, err
+	}
+	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
+		return nil, err
+	}
+	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", ThreadSortColumns); err != nil {
+		return nil, err
+	}
+	if err := checkSelect(q.Select, ThreadSelectColumns); err != nil {
+		return nil, err
+	}
+	filter, err := s.authFilter(ctx, "threads", "search", &q)
+	if err != nil {
+		return nil, err
+	}
+	q.Filter = filter
+	rows, err := s.storage.SearchThreads(ctx, &q)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range rows {
+		rows[i] = withoutTTL(t, nil)
+	}
+	return newPage(rows, q.Limit, q.Offset, q.Select), nil
+}
+
+// CountThreads counts the threads matching q's ids, metadata, values and
+// status; paging, sort and select are ignored. It returns EINVALID as
+// SearchThreads does for bad filters. It blocks on storage.
+func (s *Server) CountThreads(ctx context.Context, q ThreadSearch) (int, error) {
+	if err := checkThreadSearch(&q); err != nil {
+		return 0, err
+	}
+	filter, err := s.authFilter(ctx, "threads", "search", &q)
+	if err != nil {
+		return 0, err
+	}
+	q.Filter = filter
+	return s.storage.CountThreads(ctx, &q)
+}
+
+// CopyThread copies the thread into a new one with a new id, the same
+// metadata, config and values, and every checkpoint rewritten to the new id.
+// It returns EINVALID when id is not a UUID and ECONFLICT (not ENOTFOUND, as
+// the wire contract says) when the source is missing or hidden. It blocks on
+// storage.
+func (s *Server) CopyThread(ctx context.Context, id string) (*Thread, error) {
+	id, err := parseUUID("thread", id)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": id})
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.storage.CopyThread(ctx, id, uuid.NewString(), s.clock(), filter)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, Errorf(ECONFLICT, "Thread with ID %s not found", id)
+	}
+	return withoutTTL(t, nil), err
+}
+
+// PruneThreads deletes the given threads (strategy delete, the default) or
+// keeps them with only their latest checkpoint (keep_latest), and returns
+// how many it pruned; missing or hidden ids are not counted. It returns
+// EINVALID when thread_ids is absent, an id is not a UUID, or the strategy
+// is unknown; nothing is pruned then. It blocks on storage.
+func (s *Server) PruneThreads(ctx context.Context, p ThreadPrune) (int, error) {
+	if p.ThreadIDs == nil {
+		return 0, Errorf(EINVALID, "thread_ids is required")
+	}
+	ids := make([]string, len(p.ThreadIDs))
+	for i, id := range p.ThreadIDs {
+		var err error
+		if ids[i], err = parseUUID("thread", id); err != nil {
+			return 0, err
+		}
+	}
+	if err := checkEnum("strategy", &p.Strategy, PruneDelete, []string{PruneDelete, PruneKeepLatest}); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	filter, err := s.authFilter(ctx, "threads", "delete", &p)
+	if err != nil {
+		return 0, err
+	}
+	return s.storage.PruneThreads(ctx, ids, p.Strategy, filter)
 }
