@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/graphserver/graphserver"
+)
+
+// formatTime renders t for a timestamp column (see TimeFormat).
+func formatTime(t time.Time) string {
+	return t.UTC().Format(TimeFormat)
+}
+
+// parseTime reads a timestamp column.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse stored time %q: %w", s, err)
+	}
+	return t.UTC(), nil
+}
+
+// nullTime renders an optional timestamp (nil = NULL).
+func nullTime(t *time.Time) sql.NullString {
+	if t == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: formatTime(*t), Valid: true}
+}
+
+// parseNullTime reads an optional timestamp column.
+func parseNullTime(s sql.NullString) (*time.Time, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	t, err := parseTime(s.String)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// marshalObject renders an object for a JSON column; nil gives "{}".
+func marshalObject(o graphserver.Object) (string, error) {
+	if o == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(map[string]any(o))
+	if err != nil {
+		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
+	}
+	return string(b), nil
+}
+
+// unmarshalObject reads a JSON object column; "" and "null" give an empty
+// object.
+func unmarshalObject(s string) (graphserver.Object, error) {
+	o := graphserver.Object{}
+	if s == "" || s == "null" {
+		return o, nil
+	}
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
+		return nil, fmt.Errorf("decode stored object: %w", err)
+	}
+	return o, nil
+}
+
+// marshalJSON renders any value for a JSON column.
+func marshalJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
+	}
+	return string(b), nil
+}
+
+// nullRaw renders an optional raw JSON value: empty gives NULL. Invalid JSON
+// is EINVALID.
+func nullRaw(r json.RawMessage) (sql.NullString, error) {
+	if len(r) == 0 {
+		return sql.NullString{}, nil
+	}
+	if !json.Valid(r) {
+		return sql.NullString{}, graphserver.Errorf(graphserver.EINVALID, "The value is not valid JSON.")
+	}
+	return sql.NullString{String: string(r), Valid: true}, nil
+}
+
+// rawOrNil reads an optional raw JSON column: NULL gives nil.
+func rawOrNil(s sql.NullString) json.RawMessage {
+	if !s.Valid {
+		return nil
+	}
+	return json.RawMessage(s.String)
+}
+
+// normalizeJSON turns any Go value (Object, []string, ints, json.Number, ...)
+// into the plain form encoding/json decodes to: map[string]any, []any,
+// string, float64, bool or nil.
+func normalizeJSON(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, graphserver.Errorf(graphserver.EINVALID, "The filter value cannot be encoded as JSON: %v.", err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("normalize json: %w", err)
+	}
+	return out, nil
+}

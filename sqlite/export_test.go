@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// ConnPragmas returns journal_mode, foreign_keys and busy_timeout of n
+// distinct reader connections held at once, then of the writer connection
+// (last).
+func (db *DB) ConnPragmas(ctx context.Context, n int) ([][3]string, error) {
+	var out [][3]string
+	var conns []*sqlx.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := db.reader.Connx(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	w, err := db.writer.Connx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conns = append(conns, w)
+	for _, c := range conns {
+		var p [3]string
+		for i, name := range []string{"journal_mode", "foreign_keys", "busy_timeout"} {
+			if err := c.QueryRowContext(ctx, "PRAGMA "+name).Scan(&p[i]); err != nil {
+				return nil, fmt.Errorf("pragma %s: %w", name, err)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Migrations lists the applied migrations as "name applied_at".
+func (db *DB) Migrations(ctx context.Context) ([]string, error) {
+	var rows []struct {
+		Name      string `db:"name"`
+		AppliedAt string `db:"applied_at"`
+	}
+	if err := db.reader.SelectContext(ctx, &rows, `SELECT name, applied_at FROM migrations ORDER BY name`); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Name+" "+r.AppliedAt)
+	}
+	return out, nil
+}
+
+// WriteThroughReader tries a write on a reader connection.
+func (db *DB) WriteThroughReader(ctx context.Context) error {
+	_, err := db.reader.ExecContext(ctx, `INSERT INTO migrations (name, applied_at) VALUES ('x', 'y')`)
+	return err
+}
+

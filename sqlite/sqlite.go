@@ -1,0 +1,299 @@
+// Package sqlite implements graphserver.Storage on one SQLite file, using the
+// pure-Go driver modernc.org/sqlite (no cgo) and sqlx.
+//
+// Open creates the file if needed and applies the embedded migrations
+// (migrations/*.sql, in lexical order, one transaction each, recorded in the
+// migrations table), so reopening a database is a no-op.
+//
+// Every connection runs with busy_timeout(10000), journal_mode(WAL),
+// synchronous(NORMAL) and foreign_keys(ON). Writes go through a pool of one
+// connection whose transactions begin IMMEDIATE, so writers queue in Go
+// instead of failing with SQLITE_BUSY; reads use a separate pool of
+// query-only connections that never block the writer (WAL).
+//
+// Storage conventions (see migrations/0001_core.sql): timestamps are TEXT in
+// UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
+// sort as strings; JSON values are TEXT.
+//
+// Limits: SQLite allows one writer at a time, so write throughput is that of a
+// single connection; the database must live on a local file system (WAL needs
+// shared memory), and only processes on one machine may share it. Metadata
+// filters cannot name keys containing a double quote.
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/graphserver/graphserver"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// TimeFormat is how every timestamp column stores time: UTC, fixed
+// microsecond precision, so that string order is time order.
+const TimeFormat = "2006-01-02T15:04:05.000000Z"
+
+// ReadConnsDefault is the default size of the read pool.
+const ReadConnsDefault = 4
+
+// DB is a graphserver.Storage backed by one SQLite file. It is safe for
+// concurrent use. Close it when done, after the Server using it is closed.
+type DB struct {
+	// Now returns the current time; it defaults to time.Now. Tests may
+	// replace it before the DB is used.
+	Now func() time.Time
+
+	path   string
+	writer *sqlx.DB // one connection, BEGIN IMMEDIATE
+	reader *sqlx.DB // several query-only connections
+}
+
+var _ graphserver.Storage = (*DB)(nil)
+
+// OpenOptions tunes Open. The zero value is the default.
+type OpenOptions struct {
+	// ReadConns is the maximum number of read connections; 0 means
+	// ReadConnsDefault (or the number of CPUs, if greater).
+	ReadConns int
+}
+
+// Open opens (creating it if needed) and migrates the SQLite database at
+// path. The path is a plain file name; it must not contain '?'. Open returns
+// EINVALID for such a path and a wrapped error when the file cannot be
+// opened or migrated.
+func Open(path string) (*DB, error) {
+	return OpenWith(path, OpenOptions{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts OpenOptions) (*DB, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || path == ":memory:" {
+		return nil, graphserver.Errorf(graphserver.EINVALID, "The SQLite path %q is invalid: give a file name without '?' or '#'.", path)
+	}
+	readConns := cmp.Or(opts.ReadConns, max(ReadConnsDefault, runtime.NumCPU()))
+
+	pragmas := url.Values{}
+	pragmas.Add("_pragma", "busy_timeout(10000)")
+	pragmas.Add("_pragma", "journal_mode(WAL)")
+	pragmas.Add("_pragma", "synchronous(NORMAL)")
+	pragmas.Add("_pragma", "foreign_keys(ON)")
+	wq := url.Values{"_txlock": {"immediate"}, "_pragma": pragmas["_pragma"]}
+
+	writer, err := sqlx.Open("sqlite", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+
+	db := &DB{Now: time.Now, path: path, writer: writer}
+	ctx := context.Background()
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+
+	// The file exists and is in WAL mode now. Readers set the same pragmas
+	// (journal_mode is persistent, so setting it again is a no-op) and refuse
+	// writes.
+	rq := url.Values{"_pragma": append(pragmas["_pragma"], "query_only(1)")}
+	reader, err := sqlx.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	reader.SetMaxOpenConns(readConns)
+	reader.SetMaxIdleConns(readConns)
+	if err := reader.PingContext(ctx); err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.reader = reader
+	return db, nil
+}
+
+// Close closes both connection pools. It does not wait for Server work;
+// close the Server first.
+func (db *DB) Close() error {
+	return errors.Join(db.reader.Close(), db.writer.Close())
+}
+
+// Path returns the file name the DB was opened with.
+func (db *DB) Path() string { return db.path }
+
+// Ping checks that both pools answer a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var n int
+	if err := db.reader.GetContext(ctx, &n, `SELECT 1`); err != nil {
+		return fmt.Errorf("ping sqlite reader: %w", err)
+	}
+	if err := db.writer.GetContext(ctx, &n, `SELECT 1`); err != nil {
+		return fmt.Errorf("ping sqlite writer: %w", err)
+	}
+	return nil
+}
+
+// Optimize runs PRAGMA optimize and a truncating WAL checkpoint. A server may
+// call it now and then (for example hourly); it is safe at any time.
+func (db *DB) Optimize(ctx context.Context) error {
+	if _, err := db.writer.ExecContext(ctx, `PRAGMA optimize`); err != nil {
+		return fmt.Errorf("sqlite optimize: %w", err)
+	}
+	if _, err := db.writer.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("sqlite wal checkpoint: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) now() time.Time {
+	if db.Now == nil {
+		return time.Now()
+	}
+	return db.Now()
+}
+
+// write runs fn in one IMMEDIATE transaction on the writer connection,
+// committing when fn returns nil and rolling back otherwise. The error fn
+// returns is passed through translate.
+func (db *DB) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.writer.BeginTxx(ctx, nil)
+	if err != nil {
+		return translate(fmt.Errorf("begin write: %w", err))
+	}
+	defer rollback(tx)
+	if err := fn(tx); err != nil {
+		return translate(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return translate(fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// read runs fn in one read transaction (a consistent snapshot) on the
+// reader pool.
+func (db *DB) read(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.reader.BeginTxx(ctx, nil)
+	if err != nil {
+		return translate(fmt.Errorf("begin read: %w", err))
+	}
+	defer rollback(tx)
+	if err := fn(tx); err != nil {
+		return translate(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return translate(fmt.Errorf("end read: %w", err))
+	}
+	return nil
+}
+
+// rollback ends tx if it is still open. Rollback takes no context: it runs
+// even after the caller's context is cancelled (database/sql may already have
+// rolled back then, which gives sql.ErrTxDone, ignored here).
+func rollback(tx *sqlx.Tx) {
+	_ = tx.Rollback()
+}
+
+// translate turns driver errors into *graphserver.Error once, at the
+// package boundary: an *Error passes through; sql.ErrNoRows becomes
+// ENOTFOUND; UNIQUE and PRIMARY KEY violations become ECONFLICT; a FOREIGN KEY
+// violation becomes ENOTFOUND (the parent row is missing). Anything else is
+// returned unchanged (an internal error).
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ge *graphserver.Error
+	if errors.As(err, &ge) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return graphserver.Errorf(graphserver.ENOTFOUND, "Not found.")
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return graphserver.Errorf(graphserver.ECONFLICT, "The resource already exists.")
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return graphserver.Errorf(graphserver.ENOTFOUND, "The resource it refers to does not exist.")
+		}
+	}
+	return err
+}
+
+// isConstraint reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return true
+		}
+	}
+	return false
+}
+
+// migrate applies every embedded migrations/*.sql file not yet recorded in
+// the migrations table, in lexical order, each in its own transaction.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (
+	name       TEXT PRIMARY KEY,
+	applied_at TEXT NOT NULL
+)`); err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("list migrations: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		body, err := fs.ReadFile(migrationFS, name)
+		if err != nil {
+			return fmt.Errorf("read migration %s: %w", name, err)
+		}
+		base := strings.TrimPrefix(name, "migrations/")
+		err = db.write(ctx, func(tx *sqlx.Tx) error {
+			var n int
+			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM migrations WHERE name = ?`, base); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO migrations (name, applied_at) VALUES (?, ?)`, base, formatTime(db.now()))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("apply migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
