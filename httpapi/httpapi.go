@@ -1,0 +1,102 @@
+// Package httpapi serves a graphserver.Server over the LangGraph Platform
+// HTTP API, wire-compatible with the official LangGraph SDKs (JS and Python).
+//
+// New returns an http.Handler to mount anywhere: at the root of an
+// http.ServeMux, or under a prefix with http.StripPrefix. Every route is
+// listed in routes.go. Handlers only decode the request, call the Server
+// method of the same name, and encode its result; errors are written as
+// {"detail": "..."} with the status that errors.go maps from the error code.
+//
+// Decoding is lenient, as the SDKs need: unknown JSON fields are ignored,
+// text/plain bodies are parsed as JSON, an empty body is {}, query booleans
+// accept true/false/1/0/yes/no, and query arrays accept repeated keys, comma
+// lists and JSON arrays. Request bodies are limited in size (413 beyond).
+//
+// Limits: the routes served so far are system, assistants (without graph,
+// schemas and subgraphs) and thread CRUD; runs, state, store and crons come
+// with the packages implementing them. There is no authentication yet.
+package httpapi
+
+import (
+	"cmp"
+	"log/slog"
+	"net/http"
+
+	"github.com/graphserver/graphserver"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 10 << 20
+
+// Options configures the handler. The zero value is ready to use.
+type Options struct {
+	// MaxBodyBytes limits the size of a request body; larger bodies are
+	// answered with 413. 0 means DefaultMaxBodyBytes (10 MiB); -1 means no
+	// limit.
+	MaxBodyBytes int64
+
+	// Logger receives request logs (debug level), panics and internal errors
+	// (error level). Default: slog.Default().
+	Logger *slog.Logger
+
+	// CORSOrigins lists the origins allowed to call the API from a browser.
+	// nil allows any origin (as the LangGraph JS dev server does); an empty,
+	// non-nil slice disables CORS headers. "*" in the list allows any origin.
+	CORSOrigins []string
+
+	// EnableTruncate serves POST /internal/truncate, a test helper that
+	// empties the storage (as the JS dev server's). Never enable it in
+	// production. It is reserved: the route is not served yet.
+	EnableTruncate bool
+}
+
+// withDefaults returns a copy of o with defaults applied.
+func (o Options) withDefaults() Options {
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	if o.CORSOrigins == nil {
+		o.CORSOrigins = []string{"*"}
+	} else {
+		o.CORSOrigins = append([]string{}, o.CORSOrigins...)
+	}
+	return o
+}
+
+// handler holds what every route handler needs.
+type handler struct {
+	srv    *graphserver.Server
+	opts   Options
+	logger *slog.Logger
+}
+
+// New returns an http.Handler serving srv's API. It is safe for concurrent
+// use; srv must outlive it. Middleware, outermost first: request id and
+// logging, panic recovery, CORS.
+func New(srv *graphserver.Server, opts Options) http.Handler {
+	opts = opts.withDefaults()
+	h := &handler{srv: srv, opts: opts, logger: opts.Logger}
+	mux := http.NewServeMux()
+	for _, rt := range h.routes() {
+		mux.Handle(rt.pattern, h.adapt(rt.handle))
+	}
+	var next http.Handler = h.unmatched(mux)
+	next = h.cors(next)
+	next = h.recoverPanics(next)
+	next = h.logRequests(next)
+	return next
+}
+
+// handlerFunc is the shape of every route handler: it writes the success
+// response itself and returns any error for writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// adapt turns a handlerFunc into an http.Handler that writes its error.
+func (h *handler) adapt(fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}

@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// requestIDKey is the context key of the request id.
+type requestIDKey struct{}
+
+// requestID returns the request id logRequests put in ctx, or "".
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// statusWriter records the status a handler writes. Unwrap lets
+// http.ResponseController reach the underlying writer (to flush streams).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests gives every request an id (the client's X-Request-Id, or a new
+// UUID), echoes it in the X-Request-Id response header, puts it in the
+// request context, and logs each request at debug level.
+func (h *handler) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 200 {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		next.ServeHTTP(sw, r)
+		h.logger.DebugContext(r.Context(), "request",
+			slog.String("request_id", id), slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.Int("status", sw.status),
+			slog.Duration("duration", time.Since(start)))
+	})
+}
+
+// recoverPanics turns a panicking handler into a 500 {"detail": ...} (if the
+// response has not started yet) and logs the panic with its stack and the
+// request id. http.ErrAbortHandler is re-raised, as net/http expects.
+func (h *handler) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.logger.ErrorContext(r.Context(), "panic serving request",
+				slog.String("request_id", requestID(r.Context())),
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			if sw.status == 0 {
+				writeDetail(w, http.StatusInternalServerError, "Internal error.")
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// exposedHeaders are the response headers browsers may read (wire contract
+// §1.1): run locations and pagination.
+const exposedHeaders = "Content-Location, Location, X-Pagination-Next, X-Pagination-Total, X-Request-Id"
+
+// cors answers CORS preflight requests and adds CORS headers for the
+// origins in Options.CORSOrigins.
+func (h *handler) cors(next http.Handler) http.Handler {
+	anyOrigin := slices.Contains(h.opts.CORSOrigins, "*")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" || !(anyOrigin || slices.Contains(h.opts.CORSOrigins, origin)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hd := w.Header()
+		if anyOrigin {
+			hd.Set("Access-Control-Allow-Origin", "*")
+		} else {
+			hd.Set("Access-Control-Allow-Origin", origin)
+			hd.Add("Vary", "Origin")
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+				hd.Set("Access-Control-Allow-Headers", req)
+			}
+			hd.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		hd.Set("Access-Control-Expose-Headers", exposedHeaders)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// unmatched answers requests no route matches with JSON errors: 404 for an
+// unknown path, 405 (with the Allow header ServeMux sets) for a known path
+// with another method.
+func (h *handler) unmatched(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fallback, pattern := mux.Handler(r)
+		if pattern != "" { // a route, or a redirect to a cleaned path
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// ServeMux's own 404/405 handler: keep its status and Allow header,
+		// replace its text body with {"detail": ...}.
+		cw := &captureWriter{header: http.Header{}, status: http.StatusNotFound}
+		fallback.ServeHTTP(cw, r)
+		if allow := cw.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		writeDetail(w, cw.status, http.StatusText(cw.status))
+	})
+}
+
+// captureWriter records the status and headers of a response and discards
+// its body.
+type captureWriter struct {
+	header http.Header
+	status int
+}
+
+func (c *captureWriter) Header() http.Header         { return c.header }
+func (c *captureWriter) WriteHeader(code int)        { c.status = code }
+func (c *captureWriter) Write(b []byte) (int, error) { return len(b), nil }

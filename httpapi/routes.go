@@ -1,0 +1,39 @@
+package httpapi
+
+// route is one line of the route table: a Go 1.22 ServeMux pattern and its
+// handler. Static segments win over parameters by ServeMux's precedence
+// (POST /threads/search is more specific than POST /threads/{thread_id}).
+type route struct {
+	pattern string
+	handle  handlerFunc
+}
+
+// routes lists every route the API serves, in the order of the wire
+// contract's route catalogue (§2). Add one line per route.
+func (h *handler) routes() []route {
+	return []route{
+		// §2.1 System
+		{"GET /ok", h.ok},
+		{"GET /info", h.info},
+
+		// §2.2 Assistants
+		{"POST /assistants", h.createAssistant},
+		{"POST /assistants/search", h.searchAssistants},
+		{"POST /assistants/count", h.countAssistants},
+		{"GET /assistants/{assistant_id}", h.getAssistant},
+		{"PATCH /assistants/{assistant_id}", h.updateAssistant},
+		{"DELETE /assistants/{assistant_id}", h.deleteAssistant},
+		{"POST /assistants/{assistant_id}/versions", h.listAssistantVersions},
+		{"POST /assistants/{assistant_id}/latest", h.setLatestAssistantVersion},
+
+		// §2.3 Threads
+		{"POST /threads", h.createThread},
+		{"POST /threads/search", h.searchThreads},
+		{"POST /threads/count", h.countThreads},
+		{"POST /threads/prune", h.pruneThreads},
+		{"GET /threads/{thread_id}", h.getThread},
+		{"PATCH /threads/{thread_id}", h.updateThread},
+		{"DELETE /threads/{thread_id}", h.deleteThread},
+		{"POST /threads/{thread_id}/copy", h.copyThread},
+	}
+}
