@@ -25,6 +25,21 @@ type Options struct {
 
 	// Now returns the current time. Default: time.Now. Tests inject a clock.
 	Now func() time.Time
+
+	// Embedder embeds the indexed fields of store items so that query
+	// searches rank by cosine similarity. Default: nil, and query searches
+	// rank by SQLite full-text relevance.
+	Embedder Embedder
+	// StoreIndexFields are the JSON paths of an item's value indexed when a
+	// put gives no index. Default: ["$"], the whole value. New copies it.
+	StoreIndexFields []string
+	// StoreDefaultTTL is the TTL of items put without one. Default: 0, no
+	// expiry.
+	StoreDefaultTTL time.Duration
+	// StoreSweepInterval is how often Start's sweeper deletes expired items
+	// (they are invisible as soon as they expire). Default:
+	// StoreSweepIntervalDefault (one minute).
+	StoreSweepInterval time.Duration
 }
 
 // Server hosts graphs and implements every operation of the API as a Go
@@ -35,6 +50,7 @@ type Server struct {
 	graphs  map[string]Graph
 	logger  *slog.Logger
 	now     func() time.Time
+	itemCfg itemConfig
 
 	// lifetime is cancelled (with a cause) when Close gives up waiting; work
 	// started by the server derives from it, not from request contexts.
@@ -64,6 +80,7 @@ func New(opts Options) (*Server, error) {
 		graphs:   maps.Clone(opts.Graphs),
 		logger:   cmp.Or(opts.Logger, slog.Default()),
 		now:      opts.Now,
+		itemCfg:  newItemConfig(opts),
 		lifetime: lifetime,
 		stop:     stop,
 	}

@@ -1,7 +1,14 @@
 package graphserver
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -39,18 +46,800 @@ type Store interface {
 
 // ItemSearch selects items for SearchItems.
 type ItemSearch struct {
-	Filter     map[string]any // value-field conditions: exact match or $eq $ne $gt $gte $lt $lte
-	Limit      int            // default 10
-	Offset     int
-	Query      string // ranked search over indexed fields
-	RefreshTTL *bool
+	Filter     map[string]any `json:"filter,omitempty"` // value-field conditions: exact match or $eq $ne $gt $gte $lt $lte
+	Limit      int            `json:"limit,omitempty"`  // default 10
+	Offset     int            `json:"offset,omitempty"`
+	Query      string         `json:"query,omitempty"` // ranked search over indexed fields
+	RefreshTTL *bool          `json:"refresh_ttl,omitempty"`
 }
 
 // NamespaceList selects namespaces for ListNamespaces.
 type NamespaceList struct {
-	Prefix   []string // "*" matches any label
-	Suffix   []string
-	MaxDepth int // 0 = no limit
-	Limit    int // default 100
-	Offset   int
+	Prefix   []string `json:"prefix,omitempty"` // "*" matches any label
+	Suffix   []string `json:"suffix,omitempty"`
+	MaxDepth int      `json:"max_depth,omitempty"` // 0 = no limit
+	Limit    int      `json:"limit,omitempty"`     // default 100
+	Offset   int      `json:"offset,omitempty"`
+}
+
+// Store defaults and bounds.
+const (
+	ItemSearchLimitDefault      = 10
+	NamespaceListLimitDefault   = 100
+	StoreLimitMax               = 1000
+	StoreSweepIntervalDefault   = time.Minute
+	storeWildcard               = "*"
+	storeNamespaceSeparator     = "."
+	storeIndexWholeValue        = "$"
+	storeMessageInvalidNS       = `Invalid namespace: it must be a non-empty list of non-empty labels, none containing "."`
+	storeMessageInvalidPrefixNS = `Invalid namespace: labels must be non-empty and must not contain "."`
+)
+
+// ItemPut is the body of PUT /store/items.
+type ItemPut struct {
+	Namespace []string `json:"namespace"`
+	Key       string   `json:"key"`
+	// Value is the item's JSON object (required).
+	Value Object `json:"value"`
+	// Index says which fields of Value query search ranks on; nil indexes
+	// the fields in Options.StoreIndexFields.
+	Index *ItemIndex `json:"index,omitempty"`
+	// TTL is minutes until the item expires, counted from its last write (or
+	// refreshing read); nil uses Options.StoreDefaultTTL.
+	TTL *float64 `json:"ttl,omitempty"`
+}
+
+// ItemIndex is the index field of an ItemPut: false on the wire (Disabled)
+// indexes nothing, a list of JSON paths indexes those fields, and null or
+// true index the server's default fields.
+//
+// A path names fields by dotted keys, with [n] for an array element and [*]
+// for every element ("content", "sections[*].text"); "$" is the whole value.
+type ItemIndex struct {
+	Disabled bool
+	Fields   []string
+}
+
+// UnmarshalJSON accepts false, true, null or a list of paths.
+func (x *ItemIndex) UnmarshalJSON(b []byte) error {
+	var on bool
+	if err := json.Unmarshal(b, &on); err == nil {
+		*x = ItemIndex{Disabled: !on}
+		return nil
+	}
+	var fields []string
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return Errorf(EINVALID, "index must be false, null or a list of JSON paths")
+	}
+	*x = ItemIndex{Fields: fields}
+	return nil
+}
+
+// MarshalJSON writes false, null or the list of paths.
+func (x ItemIndex) MarshalJSON() ([]byte, error) {
+	if x.Disabled {
+		return []byte("false"), nil
+	} else if x.Fields == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(x.Fields)
+}
+
+// ItemDelete is the body of DELETE /store/items.
+type ItemDelete struct {
+	Namespace []string `json:"namespace"`
+	Key       string   `json:"key"`
+}
+
+// ItemSearchRequest is the body of POST /store/items/search.
+type ItemSearchRequest struct {
+	NamespacePrefix []string `json:"namespace_prefix"` // may be empty: every item
+	ItemSearch
+}
+
+// ItemStorage persists store items. Namespaces reach it validated (at least
+// one label, no empty label, no "."), and times are UTC with millisecond
+// precision.
+type ItemStorage interface {
+	// PutItem inserts or replaces the item w describes and replaces its index
+	// entries with w.Index. It keeps the created_at of an item it replaces
+	// (expired or not) and sets updated_at to w.Now or, when w.Now is not
+	// later than the stored updated_at, to that plus one millisecond, so that
+	// successive puts of an item get strictly increasing times.
+	PutItem(ctx context.Context, w *ItemWrite) error
+	// GetItem returns the item, or ENOTFOUND when there is none or it has
+	// expired at now. With refresh, it first moves the expiry of an item that
+	// has a TTL to now + TTL.
+	GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*Item, error)
+	// DeleteItem deletes the item and its index entries; a missing item is
+	// not an error.
+	DeleteItem(ctx context.Context, namespace []string, key string) error
+	// SearchItems returns the page q.Offset, q.Limit of the items matching q
+	// that have not expired at q.Now: ranked by cosine similarity to
+	// q.Vector when set (items without vectors follow, unscored), else by
+	// full-text relevance to q.Query when set (only matching items), else
+	// newest updated_at first. With q.RefreshTTL it moves the expiry of the
+	// returned items that have a TTL to q.Now + TTL.
+	SearchItems(ctx context.Context, q *ItemQuery) ([]SearchItem, error)
+	// ListItemNamespaces returns the distinct namespaces of the items under
+	// prefix (every item when prefix is empty) that have not expired at now,
+	// in no particular order.
+	ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error)
+	// DeleteExpiredItems deletes the items expired at now and returns how
+	// many it deleted.
+	DeleteExpiredItems(ctx context.Context, now time.Time) (int, error)
+}
+
+// ItemWrite is an item as PutItem stores it.
+type ItemWrite struct {
+	Namespace []string
+	Key       string
+	Value     Object
+	Now       time.Time
+	TTL       time.Duration // 0: never expires; else expires at Now + TTL
+	Index     []ItemIndexEntry
+}
+
+// ItemIndexEntry is one indexed text of an item: the text at Path, and its
+// embedding when an Embedder is configured.
+type ItemIndexEntry struct {
+	Path   string
+	Text   string
+	Vector []float32
+}
+
+// ItemQuery selects items for ItemStorage.SearchItems.
+type ItemQuery struct {
+	NamespacePrefix []string // a namespace matches when it starts with these labels
+	Conditions      []ItemCondition
+	Query           string    // full-text query (when Vector is nil)
+	Vector          []float32 // query embedding
+	Limit           int
+	Offset          int
+	Now             time.Time
+	RefreshTTL      bool
+}
+
+// ItemCondition is one condition of a store search filter, on a top-level
+// field of the value. Op is one of "$eq", "$ne", "$gt", "$gte", "$lt",
+// "$lte". Value is a decoded JSON value (string, float64, bool, nil,
+// map[string]any or []any); the ordering operators only get a float64 or a
+// string, and compare values of the same JSON type only. $eq needs the same
+// JSON type and value; $ne matches wherever $eq does not, missing fields
+// included.
+type ItemCondition struct {
+	Field string
+	Op    string
+	Value any
+}
+
+// Filter operators of store search.
+var itemFilterOps = []string{"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+
+// itemConfig is the store part of Options, with defaults applied.
+type itemConfig struct {
+	embedder      Embedder
+	indexFields   []string
+	defaultTTL    time.Duration
+	sweepInterval time.Duration
+}
+
+func newItemConfig(opts Options) itemConfig {
+	c := itemConfig{
+		embedder:      opts.Embedder,
+		indexFields:   slices.Clone(opts.StoreIndexFields),
+		defaultTTL:    opts.StoreDefaultTTL,
+		sweepInterval: cmp.Or(opts.StoreSweepInterval, StoreSweepIntervalDefault),
+	}
+	if c.indexFields == nil {
+		c.indexFields = []string{storeIndexWholeValue}
+	}
+	return c
+}
+
+// itemStorage returns the storage's ItemStorage.
+func (s *Server) itemStorage() (ItemStorage, error) {
+	st, ok := s.storage.(ItemStorage)
+	if !ok {
+		return nil, Errorf(EUNAVAILABLE, "The storage driver does not implement the store.")
+	}
+	return st, nil
+}
+
+// itemClock returns the current time in UTC at millisecond precision, the
+// precision of item timestamps.
+func (s *Server) itemClock() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
+
+// PutItem creates or replaces an item. It keeps the created_at of an item it
+// replaces and gives each put of an item a later updated_at (by at least a
+// millisecond). Index and TTL default to Options.StoreIndexFields and
+// Options.StoreDefaultTTL. With an Embedder, the indexed fields are embedded
+// before anything is written; an embedder failure writes nothing.
+//
+// It returns EINVALID for an invalid namespace (empty, an empty label, a
+// label containing "."), an empty key, a missing value, a TTL that is not a
+// positive number of minutes, or an invalid index path.
+func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
+	st, err := s.itemStorage()
+	if err != nil {
+		return err
+	}
+	if err := validateNamespace(p.Namespace); err != nil {
+		return err
+	} else if p.Key == "" {
+		return Errorf(EINVALID, "key is required")
+	} else if p.Value == nil {
+		return Errorf(EINVALID, "value is required and must be a JSON object")
+	}
+	ttl := s.itemCfg.defaultTTL
+	if p.TTL != nil {
+		if !(*p.TTL > 0) || math.IsInf(*p.TTL, 0) {
+			return Errorf(EINVALID, "ttl must be a positive number of minutes or null")
+		}
+		ttl = time.Duration(*p.TTL * float64(time.Minute))
+	}
+	fields := s.itemCfg.indexFields
+	if p.Index != nil {
+		if p.Index.Disabled {
+			fields = nil
+		} else if p.Index.Fields != nil {
+			fields = p.Index.Fields
+		}
+	}
+	// Work on a canonical copy: the caller keeps its map, and the indexed
+	// texts are those of the stored JSON.
+	value, err := canonicalObject(p.Value)
+	if err != nil {
+		return err
+	}
+	index, err := indexEntries(value, fields)
+	if err != nil {
+		return err
+	}
+	if err := s.embedEntries(ctx, index); err != nil {
+		return err
+	}
+	return st.PutItem(ctx, &ItemWrite{
+		Namespace: slices.Clone(p.Namespace),
+		Key:       p.Key,
+		Value:     value,
+		Now:       s.itemClock(),
+		TTL:       ttl,
+		Index:     index,
+	})
+}
+
+// embedEntries sets the Vector of each entry when an Embedder is configured.
+func (s *Server) embedEntries(ctx context.Context, index []ItemIndexEntry) error {
+	if s.itemCfg.embedder == nil || len(index) == 0 {
+		return nil
+	}
+	texts := make([]string, len(index))
+	for i, e := range index {
+		texts[i] = e.Text
+	}
+	vectors, err := s.embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	for i := range index {
+		index[i].Vector = vectors[i]
+	}
+	return nil
+}
+
+// embed calls the Embedder and checks the shape of its answer.
+func (s *Server) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vectors, err := s.itemCfg.embedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embed %d texts: %w", len(texts), err)
+	} else if len(vectors) != len(texts) {
+		return nil, fmt.Errorf("embed %d texts: the embedder returned %d vectors", len(texts), len(vectors))
+	}
+	return vectors, nil
+}
+
+// GetItem returns the item at namespace and key, or nil (and no error) when
+// there is none or it has expired. refreshTTL (nil means true) moves the
+// expiry of an item that has a TTL to now + TTL.
+//
+// It returns EBADREQUEST "Key is required" for an empty key and EINVALID for
+// an invalid namespace.
+func (s *Server) GetItem(ctx context.Context, namespace []string, key string, refreshTTL *bool) (*Item, error) {
+	st, err := s.itemStorage()
+	if err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, Errorf(EBADREQUEST, "Key is required")
+	} else if err := validateNamespace(namespace); err != nil {
+		return nil, err
+	}
+	it, err := st.GetItem(ctx, namespace, key, s.itemClock(), refreshTTL == nil || *refreshTTL)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// DeleteItem deletes the item at namespace and key; deleting a missing item
+// is not an error. It returns EINVALID for an invalid namespace or an empty
+// key.
+func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string) error {
+	st, err := s.itemStorage()
+	if err != nil {
+		return err
+	}
+	if err := validateNamespace(namespace); err != nil {
+		return err
+	} else if key == "" {
+		return Errorf(EINVALID, "key is required")
+	}
+	return st.DeleteItem(ctx, namespace, key)
+}
+
+// SearchItems returns the items whose namespace starts with
+// req.NamespacePrefix (label by label: ["a"] matches ["a"] and ["a","b"],
+// not ["ab"]) and whose value matches req.Filter, skipping req.Offset and
+// returning at most req.Limit (default 10, at most 1000).
+//
+// Without a query, items come newest updated_at first. With req.Query and an
+// Embedder, items are ranked by the cosine similarity of their indexed
+// fields (the best field counts) to the query, which is their Score; items
+// not indexed follow with a nil Score. With req.Query and no Embedder, only
+// items whose indexed text matches the query are returned, ranked by SQLite
+// FTS5 relevance, Score being bm25 mapped into [0, 1) (higher is better).
+// RefreshTTL (nil means true) refreshes the TTL of the returned items.
+//
+// A filter maps top-level value fields to a JSON value (equal to it) or to an
+// object of operators $eq $ne $gt $gte $lt $lte, ANDed; {"$and": [filter,
+// ...]} ANDs whole filters. It returns EINVALID for a bad filter, limit,
+// offset or prefix label.
+func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]SearchItem, error) {
+	st, err := s.itemStorage()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range req.NamespacePrefix {
+		if l == "" || strings.Contains(l, storeNamespaceSeparator) {
+			return nil, Errorf(EINVALID, "%s", storeMessageInvalidPrefixNS)
+		}
+	}
+	limit, err := storeLimit(req.Limit, ItemSearchLimitDefault, req.Offset)
+	if err != nil {
+		return nil, err
+	}
+	conds, err := parseItemFilter(req.Filter)
+	if err != nil {
+		return nil, err
+	}
+	q := &ItemQuery{
+		NamespacePrefix: slices.Clone(req.NamespacePrefix),
+		Conditions:      conds,
+		Limit:           limit,
+		Offset:          req.Offset,
+		Now:             s.itemClock(),
+		RefreshTTL:      req.RefreshTTL == nil || *req.RefreshTTL,
+	}
+	if strings.TrimSpace(req.Query) != "" {
+		q.Query = req.Query
+		if s.itemCfg.embedder != nil {
+			vectors, err := s.embed(ctx, []string{req.Query})
+			if err != nil {
+				return nil, err
+			}
+			q.Vector = vectors[0]
+		}
+	}
+	items, err := st.SearchItems(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if items == nil {
+		items = []SearchItem{}
+	}
+	return items, nil
+}
+
+// ListNamespaces returns the distinct namespaces of the stored items that
+// match req.Prefix (leading labels) and req.Suffix (trailing labels), where a
+// "*" label matches any label, each truncated to req.MaxDepth labels when
+// set and de-duplicated, sorted label by label, then paged by req.Offset and
+// req.Limit (default 100, at most 1000). It returns EINVALID for a bad
+// limit, offset, max_depth or label.
+func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]string, error) {
+	st, err := s.itemStorage()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range slices.Concat(req.Prefix, req.Suffix) {
+		if l == "" || strings.Contains(l, storeNamespaceSeparator) {
+			return nil, Errorf(EINVALID, "%s", storeMessageInvalidPrefixNS)
+		}
+	}
+	limit, err := storeLimit(req.Limit, NamespaceListLimitDefault, req.Offset)
+	if err != nil {
+		return nil, err
+	} else if req.MaxDepth < 0 {
+		return nil, Errorf(EINVALID, "max_depth must be a positive integer or null")
+	}
+	// The labels before the first wildcard narrow the query; the rest is
+	// matched here.
+	literal := req.Prefix
+	if i := slices.Index(literal, storeWildcard); i >= 0 {
+		literal = literal[:i]
+	}
+	all, err := st.ListItemNamespaces(ctx, slices.Clone(literal), s.itemClock())
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for _, ns := range all {
+		if !labelsMatch(ns, req.Prefix, false) || !labelsMatch(ns, req.Suffix, true) {
+			continue
+		}
+		if req.MaxDepth > 0 && len(ns) > req.MaxDepth {
+			ns = ns[:req.MaxDepth]
+		}
+		out = append(out, ns)
+	}
+	slices.SortFunc(out, slices.Compare)
+	out = slices.CompactFunc(out, slices.Equal)
+	if req.Offset >= len(out) {
+		return [][]string{}, nil
+	}
+	out = out[req.Offset:]
+	return out[:min(limit, len(out))], nil
+}
+
+// labelsMatch reports whether ns starts (or, with atEnd, ends) with pattern,
+// a "*" label in pattern matching any label.
+func labelsMatch(ns, pattern []string, atEnd bool) bool {
+	if len(pattern) > len(ns) {
+		return false
+	}
+	if atEnd {
+		ns = ns[len(ns)-len(pattern):]
+	}
+	for i, p := range pattern {
+		if p != storeWildcard && p != ns[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// storeLimit validates limit and offset and applies the default limit.
+func storeLimit(limit, def, offset int) (int, error) {
+	if limit < 0 || limit > StoreLimitMax {
+		return 0, Errorf(EINVALID, "limit must be between 1 and %d", StoreLimitMax)
+	} else if offset < 0 {
+		return 0, Errorf(EINVALID, "offset must be 0 or more")
+	}
+	return cmp.Or(limit, def), nil
+}
+
+// validateNamespace checks an item's namespace.
+func validateNamespace(ns []string) error {
+	if len(ns) == 0 {
+		return Errorf(EINVALID, "%s", storeMessageInvalidNS)
+	}
+	for _, l := range ns {
+		if l == "" || strings.Contains(l, storeNamespaceSeparator) {
+			return Errorf(EINVALID, "%s", storeMessageInvalidNS)
+		}
+	}
+	return nil
+}
+
+// ParseNamespace splits a namespace written with labels joined by "." (the
+// form GET /store/items takes) into labels; "" gives no labels.
+func ParseNamespace(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, storeNamespaceSeparator)
+}
+
+// canonicalObject returns a deep copy of v as decoded JSON (numbers become
+// float64), or EINVALID if v cannot be encoded as JSON.
+func canonicalObject(v Object) (Object, error) {
+	b, err := json.Marshal(map[string]any(v))
+	if err != nil {
+		return nil, Errorf(EINVALID, "value cannot be encoded as JSON: %v", err)
+	}
+	var out Object
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decode item value: %w", err)
+	}
+	return out, nil
+}
+
+// canonicalJSON returns v as decoded JSON (string, float64, bool, nil,
+// map[string]any or []any).
+func canonicalJSON(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, Errorf(EINVALID, "filter value cannot be encoded as JSON: %v", err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decode filter value: %w", err)
+	}
+	return out, nil
+}
+
+// parseItemFilter turns a store search filter into conditions.
+func parseItemFilter(f map[string]any) ([]ItemCondition, error) {
+	var out []ItemCondition
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, field := range keys {
+		raw := f[field]
+		if field == "$and" {
+			v, err := canonicalJSON(raw)
+			if err != nil {
+				return nil, err
+			}
+			list, ok := v.([]any)
+			if !ok {
+				return nil, Errorf(EINVALID, "filter: $and takes a list of filters")
+			}
+			for _, sub := range list {
+				m, ok := sub.(map[string]any)
+				if !ok {
+					return nil, Errorf(EINVALID, "filter: $and takes a list of filters")
+				}
+				conds, err := parseItemFilter(m)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, conds...)
+			}
+			continue
+		}
+		if field == "" || strings.HasPrefix(field, "$") || strings.ContainsAny(field, `"\`) {
+			return nil, Errorf(EINVALID, "filter: %q is not a field name (operators go inside a field's object; names must not contain quotes or backslashes)", field)
+		}
+		v, err := canonicalJSON(raw)
+		if err != nil {
+			return nil, err
+		}
+		ops, isOps := operatorObject(v)
+		if !isOps {
+			out = append(out, ItemCondition{Field: field, Op: "$eq", Value: v})
+			continue
+		}
+		opNames := make([]string, 0, len(ops))
+		for op := range ops {
+			opNames = append(opNames, op)
+		}
+		slices.Sort(opNames)
+		for _, op := range opNames {
+			operand := ops[op]
+			if !slices.Contains(itemFilterOps, op) {
+				return nil, Errorf(EINVALID, "filter: unknown operator %q on %q; use one of %s", op, field, strings.Join(itemFilterOps, " "))
+			}
+			switch op {
+			case "$gt", "$gte", "$lt", "$lte":
+				switch operand.(type) {
+				case float64, string:
+				default:
+					return nil, Errorf(EINVALID, "filter: %s on %q takes a number or a string", op, field)
+				}
+			}
+			out = append(out, ItemCondition{Field: field, Op: op, Value: operand})
+		}
+	}
+	return out, nil
+}
+
+// operatorObject reports whether v is an object of $-operators, and fails
+// (returning false) for objects mixing operators and fields, which are then
+// compared as plain objects.
+func operatorObject(v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil, false
+	}
+	for k := range m {
+		if !strings.HasPrefix(k, "$") {
+			return nil, false
+		}
+	}
+	return m, true
+}
+
+// indexEntries returns the texts of value at the given paths. A path matching
+// nothing contributes nothing.
+func indexEntries(value Object, paths []string) ([]ItemIndexEntry, error) {
+	var out []ItemIndexEntry
+	for _, p := range paths {
+		segs, err := parseIndexPath(p)
+		if err != nil {
+			return nil, err
+		}
+		var found []any
+		collectPath(map[string]any(value), segs, &found)
+		for _, v := range found {
+			text, ok := v.(string)
+			if !ok {
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, fmt.Errorf("encode indexed field %s: %w", p, err)
+				}
+				text = string(b)
+			}
+			out = append(out, ItemIndexEntry{Path: p, Text: text})
+		}
+	}
+	return out, nil
+}
+
+// pathSeg is one step of an index path: a key, an array index, or every
+// array element (all).
+type pathSeg struct {
+	key   string
+	index int
+	isKey bool
+	all   bool
+}
+
+// parseIndexPath parses "a.b[0].c[*]" (an optional leading "$." or "$").
+func parseIndexPath(p string) ([]pathSeg, error) {
+	bad := Errorf(EINVALID, "index: %q is not a valid path (use dotted keys with [n] or [*], or $ for the whole value)", p)
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, storeIndexWholeValue), ".")
+	if p == "" {
+		return nil, bad
+	}
+	var segs []pathSeg
+	for rest != "" {
+		switch {
+		case rest[0] == '[':
+			end := strings.IndexByte(rest, ']')
+			if end < 0 {
+				return nil, bad
+			}
+			inner := rest[1:end]
+			if inner == "*" {
+				segs = append(segs, pathSeg{all: true})
+			} else {
+				n, err := strconv.Atoi(inner)
+				if err != nil {
+					return nil, bad
+				}
+				segs = append(segs, pathSeg{index: n})
+			}
+			rest = rest[end+1:]
+			if strings.HasPrefix(rest, ".") {
+				rest = rest[1:]
+				if rest == "" {
+					return nil, bad
+				}
+			}
+		default:
+			end := strings.IndexAny(rest, ".[")
+			if end < 0 {
+				end = len(rest)
+			}
+			if end == 0 {
+				return nil, bad
+			}
+			segs = append(segs, pathSeg{key: rest[:end], isKey: true})
+			rest = rest[end:]
+			if strings.HasPrefix(rest, ".") {
+				rest = rest[1:]
+				if rest == "" {
+					return nil, bad
+				}
+			}
+		}
+	}
+	return segs, nil
+}
+
+// collectPath appends the values at segs below v to out.
+func collectPath(v any, segs []pathSeg, out *[]any) {
+	if len(segs) == 0 {
+		if v != nil {
+			*out = append(*out, v)
+		}
+		return
+	}
+	seg := segs[0]
+	switch {
+	case seg.isKey:
+		if m, ok := v.(map[string]any); ok {
+			if child, ok := m[seg.key]; ok {
+				collectPath(child, segs[1:], out)
+			}
+		}
+	case seg.all:
+		if a, ok := v.([]any); ok {
+			for _, child := range a {
+				collectPath(child, segs[1:], out)
+			}
+		}
+	default:
+		if a, ok := v.([]any); ok {
+			i := seg.index
+			if i < 0 {
+				i += len(a)
+			}
+			if i >= 0 && i < len(a) {
+				collectPath(a[i], segs[1:], out)
+			}
+		}
+	}
+}
+
+// Store returns the server's item store as the Store graphs get in
+// GraphRun.Store: the same items the API serves, with the same rules,
+// default index fields, default TTL and TTL refresh on reads.
+func (s *Server) Store() Store { return serverStore{s} }
+
+// serverStore adapts the Server's store methods to the Store interface.
+type serverStore struct{ s *Server }
+
+func (v serverStore) GetItem(ctx context.Context, namespace []string, key string) (*Item, error) {
+	return v.s.GetItem(ctx, namespace, key, nil)
+}
+
+func (v serverStore) PutItem(ctx context.Context, namespace []string, key string, value Object) error {
+	if value == nil {
+		value = Object{}
+	}
+	return v.s.PutItem(ctx, ItemPut{Namespace: namespace, Key: key, Value: value})
+}
+
+func (v serverStore) DeleteItem(ctx context.Context, namespace []string, key string) error {
+	return v.s.DeleteItem(ctx, namespace, key)
+}
+
+func (v serverStore) SearchItems(ctx context.Context, prefix []string, opts ItemSearch) ([]SearchItem, error) {
+	return v.s.SearchItems(ctx, ItemSearchRequest{NamespacePrefix: prefix, ItemSearch: opts})
+}
+
+func (v serverStore) ListNamespaces(ctx context.Context, opts NamespaceList) ([][]string, error) {
+	return v.s.ListNamespaces(ctx, opts)
+}
+
+// sweepItems deletes expired items every sweep interval until ctx ends.
+func (s *Server) sweepItems(ctx context.Context) {
+	st, err := s.itemStorage()
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(s.itemCfg.sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := st.DeleteExpiredItems(ctx, s.itemClock()); err != nil {
+			if ctx.Err() == nil {
+				s.logger.Error("sweep expired store items", "error", err)
+			}
+		} else if n > 0 {
+			s.logger.Debug("swept expired store items", "count", n)
+		}
+	}
+}
+
+// SweepItems deletes the store items that have expired and returns how many
+// it deleted. Start runs it every Options.StoreSweepInterval; expired items
+// are invisible before they are swept.
+func (s *Server) SweepItems(ctx context.Context) (int, error) {
+	st, err := s.itemStorage()
+	if err != nil {
+		return 0, err
+	}
+	return st.DeleteExpiredItems(ctx, s.itemClock())
 }
