@@ -15,6 +15,7 @@ import (
 type Storage interface {
 	AssistantStorage
 	ThreadStorage
+	ItemStorage
 	Checkpointer
 	// Ping checks that the storage answers.
 	Ping(ctx context.Context) error

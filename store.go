@@ -237,15 +237,6 @@ func newItemConfig(opts Options) itemConfig {
 	return c
 }
 
-// itemStorage returns the storage's ItemStorage.
-func (s *Server) itemStorage() (ItemStorage, error) {
-	st, ok := s.storage.(ItemStorage)
-	if !ok {
-		return nil, Errorf(EUNAVAILABLE, "The storage driver does not implement the store.")
-	}
-	return st, nil
-}
-
 // itemClock returns the current time in UTC at millisecond precision, the
 // precision of item timestamps.
 func (s *Server) itemClock() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
@@ -260,10 +251,7 @@ func (s *Server) itemClock() time.Time { return s.now().UTC().Truncate(time.Mill
 // label containing "."), an empty key, a missing value, a TTL that is not a
 // positive number of minutes, or an invalid index path.
 func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
-	st, err := s.itemStorage()
-	if err != nil {
-		return err
-	}
+	st := s.storage
 	if err := validateNamespace(p.Namespace); err != nil {
 		return err
 	} else if p.Key == "" {
@@ -346,10 +334,7 @@ func (s *Server) embed(ctx context.Context, texts []string) ([][]float32, error)
 // It returns EBADREQUEST "Key is required" for an empty key and EINVALID for
 // an invalid namespace.
 func (s *Server) GetItem(ctx context.Context, namespace []string, key string, refreshTTL *bool) (*Item, error) {
-	st, err := s.itemStorage()
-	if err != nil {
-		return nil, err
-	}
+	st := s.storage
 	if key == "" {
 		return nil, Errorf(EBADREQUEST, "Key is required")
 	} else if err := validateNamespace(namespace); err != nil {
@@ -368,10 +353,7 @@ func (s *Server) GetItem(ctx context.Context, namespace []string, key string, re
 // is not an error. It returns EINVALID for an invalid namespace or an empty
 // key.
 func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string) error {
-	st, err := s.itemStorage()
-	if err != nil {
-		return err
-	}
+	st := s.storage
 	if err := validateNamespace(namespace); err != nil {
 		return err
 	} else if key == "" {
@@ -398,10 +380,7 @@ func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string)
 // ...]} ANDs whole filters. It returns EINVALID for a bad filter, limit,
 // offset or prefix label.
 func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]SearchItem, error) {
-	st, err := s.itemStorage()
-	if err != nil {
-		return nil, err
-	}
+	st := s.storage
 	for _, l := range req.NamespacePrefix {
 		if l == "" || strings.Contains(l, storeNamespaceSeparator) {
 			return nil, Errorf(EINVALID, "%s", storeMessageInvalidPrefixNS)
@@ -450,10 +429,7 @@ func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]Sear
 // req.Limit (default 100, at most 1000). It returns EINVALID for a bad
 // limit, offset, max_depth or label.
 func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]string, error) {
-	st, err := s.itemStorage()
-	if err != nil {
-		return nil, err
-	}
+	st := s.storage
 	for _, l := range slices.Concat(req.Prefix, req.Suffix) {
 		if l == "" || strings.Contains(l, storeNamespaceSeparator) {
 			return nil, Errorf(EINVALID, "%s", storeMessageInvalidPrefixNS)
@@ -811,10 +787,7 @@ func (v serverStore) ListNamespaces(ctx context.Context, opts NamespaceList) ([]
 
 // sweepItems deletes expired items every sweep interval until ctx ends.
 func (s *Server) sweepItems(ctx context.Context) {
-	st, err := s.itemStorage()
-	if err != nil {
-		return
-	}
+	st := s.storage
 	t := time.NewTicker(s.itemCfg.sweepInterval)
 	defer t.Stop()
 	for {
@@ -837,9 +810,5 @@ func (s *Server) sweepItems(ctx context.Context) {
 // it deleted. Start runs it every Options.StoreSweepInterval; expired items
 // are invisible before they are swept.
 func (s *Server) SweepItems(ctx context.Context) (int, error) {
-	st, err := s.itemStorage()
-	if err != nil {
-		return 0, err
-	}
-	return st.DeleteExpiredItems(ctx, s.itemClock())
+	return s.storage.DeleteExpiredItems(ctx, s.itemClock())
 }
