@@ -63,4 +63,3 @@ func (db *DB) WriteThroughReader(ctx context.Context) error {
 	_, err := db.reader.ExecContext(ctx, `INSERT INTO migrations (name, applied_at) VALUES ('x', 'y')`)
 	return err
 }
-

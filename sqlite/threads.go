@@ -2,55 +2,528 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
 )
 
-var errTODO = errors.New("sqlite: not implemented yet")
+// threadRow is a threads row.
+type threadRow struct {
+	ThreadID       string          `db:"thread_id"`
+	CreatedAt      string          `db:"created_at"`
+	UpdatedAt      string          `db:"updated_at"`
+	StateUpdatedAt string          `db:"state_updated_at"`
+	Metadata       string          `db:"metadata"`
+	Config         string          `db:"config"`
+	Context        string          `db:"context"`
+	Status         string          `db:"status"`
+	Values         sql.NullString  `db:"state_values"`
+	Interrupts     string          `db:"interrupts"`
+	Error          sql.NullString  `db:"error"`
+	TTLStrategy    sql.NullString  `db:"ttl_strategy"`
+	TTLMinutes     sql.NullFloat64 `db:"ttl_minutes"`
+	TTLExpiresAt   sql.NullString  `db:"ttl_expires_at"`
+}
 
-// CreateThread implements graphserver.ThreadStorage.
+const threadColumns = `thread_id, created_at, updated_at, state_updated_at, metadata, config, context, status,
+	state_values, interrupts, error, ttl_strategy, ttl_minutes, ttl_expires_at`
+
+func (r *threadRow) thread() (*graphserver.Thread, error) {
+	t := &graphserver.Thread{ThreadID: r.ThreadID, Status: r.Status, Values: rawOrNil(r.Values), Error: rawOrNil(r.Error)}
+	var err error
+	if t.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	if t.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if t.StateUpdatedAt, err = parseTime(r.StateUpdatedAt); err != nil {
+		return nil, err
+	}
+	if t.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+		return nil, err
+	}
+	if t.Config, err = unmarshalObject(r.Config); err != nil {
+		return nil, err
+	}
+	if t.Context, err = unmarshalObject(r.Context); err != nil {
+		return nil, err
+	}
+	t.Interrupts = map[string][]graphserver.Interrupt{}
+	if r.Interrupts != "" && r.Interrupts != "null" {
+		if err := json.Unmarshal([]byte(r.Interrupts), &t.Interrupts); err != nil {
+			return nil, fmt.Errorf("decode stored interrupts: %w", err)
+		}
+	}
+	if r.TTLStrategy.Valid {
+		exp, err := parseNullTime(r.TTLExpiresAt)
+		if err != nil {
+			return nil, err
+		}
+		t.TTL = &graphserver.ThreadTTLInfo{Strategy: r.TTLStrategy.String, TTLMinutes: r.TTLMinutes.Float64, ExpiresAt: exp}
+	}
+	return t, nil
+}
+
+func threadNotFound(id string) error {
+	return graphserver.Errorf(graphserver.ENOTFOUND, "Thread with ID %s not found", id)
+}
+
+// getThread reads one thread visible through filter.
+func getThread(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) (*graphserver.Thread, error) {
+	var w where
+	w.add("thread_id = ?", id)
+	if err := w.filter("metadata", filter); err != nil {
+		return nil, err
+	}
+	var r threadRow
+	err := sqlx.GetContext(ctx, q, &r, `SELECT `+threadColumns+` FROM threads`+w.String(), w.args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, threadNotFound(id)
+	} else if err != nil {
+		return nil, fmt.Errorf("get thread %s: %w", id, err)
+	}
+	return r.thread()
+}
+
+// expiry returns when a thread with TTL minutes expires if last active at t.
+func expiry(t time.Time, minutes float64) time.Time {
+	return t.Add(time.Duration(minutes * float64(time.Minute)))
+}
+
+// CreateThread implements graphserver.ThreadStorage. It stores t as given;
+// an empty Status is stored as idle, zero timestamps as now, and a TTL
+// without ExpiresAt expires TTLMinutes after UpdatedAt.
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	return nil, errTODO
+	metadata, err := marshalObject(t.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	config, err := marshalObject(t.Config)
+	if err != nil {
+		return nil, err
+	}
+	tctx, err := marshalObject(t.Context)
+	if err != nil {
+		return nil, err
+	}
+	values, err := nullRaw(t.Values)
+	if err != nil {
+		return nil, err
+	}
+	errv, err := nullRaw(t.Error)
+	if err != nil {
+		return nil, err
+	}
+	interrupts, err := marshalJSON(cmpOrEmpty(t.Interrupts))
+	if err != nil {
+		return nil, err
+	}
+	created := t.CreatedAt
+	if created.IsZero() {
+		created = db.now()
+	}
+	updated, stateUpdated := t.UpdatedAt, t.StateUpdatedAt
+	if updated.IsZero() {
+		updated = created
+	}
+	if stateUpdated.IsZero() {
+		stateUpdated = created
+	}
+	status := t.Status
+	if status == "" {
+		status = graphserver.ThreadIdle
+	}
+	var ttlStrategy, ttlExpires sql.NullString
+	var ttlMinutes sql.NullFloat64
+	if t.TTL != nil {
+		ttlStrategy = sql.NullString{String: cmpOr(t.TTL.Strategy, graphserver.PruneDelete), Valid: true}
+		ttlMinutes = sql.NullFloat64{Float64: t.TTL.TTLMinutes, Valid: true}
+		exp := t.TTL.ExpiresAt
+		if exp == nil {
+			e := expiry(updated, t.TTL.TTLMinutes)
+			exp = &e
+		}
+		ttlExpires = nullTime(exp)
+	}
+
+	var out *graphserver.Thread
+	err = db.write(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ThreadID, formatTime(created), formatTime(updated), formatTime(stateUpdated), metadata, config, tctx, status,
+			values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires)
+		if isConstraint(err) {
+			conflict := graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
+			if ifExists != graphserver.IfExistsDoNothing {
+				return conflict
+			}
+			out, err = getThread(ctx, tx, t.ThreadID, filter)
+			if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+				return conflict
+			}
+			return err
+		} else if err != nil {
+			return fmt.Errorf("insert thread: %w", err)
+		}
+		out, err = getThread(ctx, tx, t.ThreadID, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func cmpOrEmpty(m map[string][]graphserver.Interrupt) map[string][]graphserver.Interrupt {
+	if m == nil {
+		return map[string][]graphserver.Interrupt{}
+	}
+	return m
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // GetThread implements graphserver.ThreadStorage.
 func (db *DB) GetThread(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	return nil, errTODO
+	t, err := getThread(ctx, db.reader, id, filter)
+	return t, translate(err)
 }
 
-// UpdateThread implements graphserver.ThreadStorage.
+// UpdateThread implements graphserver.ThreadStorage: metadata is merged
+// shallowly, a TTL replaces the thread's TTL (expiring patch.TTL.Minutes
+// after now; Minutes <= 0 removes it), and updated_at becomes now.
 func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.ThreadPatch, now time.Time, filter graphserver.Filter) (*graphserver.Thread, error) {
-	return nil, errTODO
+	if patch == nil {
+		patch = &graphserver.ThreadPatch{}
+	}
+	var out *graphserver.Thread
+	err := db.write(ctx, func(tx *sqlx.Tx) error {
+		t, err := getThread(ctx, tx, id, filter)
+		if err != nil {
+			return err
+		}
+		metadata, err := marshalObject(t.Metadata.Merge(patch.Metadata))
+		if err != nil {
+			return err
+		}
+		var ttlStrategy, ttlExpires sql.NullString
+		var ttlMinutes sql.NullFloat64
+		if patch.TTL != nil && patch.TTL.Minutes > 0 {
+			ttlStrategy = sql.NullString{String: cmpOr(patch.TTL.Strategy, graphserver.PruneDelete), Valid: true}
+			ttlMinutes = sql.NullFloat64{Float64: patch.TTL.Minutes, Valid: true}
+			exp := expiry(now, patch.TTL.Minutes)
+			ttlExpires = nullTime(&exp)
+		} else if patch.TTL == nil && t.TTL != nil {
+			ttlStrategy = sql.NullString{String: t.TTL.Strategy, Valid: true}
+			ttlMinutes = sql.NullFloat64{Float64: t.TTL.TTLMinutes, Valid: true}
+			exp := expiry(now, t.TTL.TTLMinutes)
+			ttlExpires = nullTime(&exp)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET metadata = ?, updated_at = ?, ttl_strategy = ?, ttl_minutes = ?,
+			ttl_expires_at = ? WHERE thread_id = ?`, metadata, formatTime(now), ttlStrategy, ttlMinutes, ttlExpires, id); err != nil {
+			return fmt.Errorf("update thread: %w", err)
+		}
+		out, err = getThread(ctx, tx, id, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// DeleteThread implements graphserver.ThreadStorage.
+// DeleteThread implements graphserver.ThreadStorage. Checkpoints, blobs and
+// writes go with the thread (foreign keys with ON DELETE CASCADE; later
+// tables referencing threads cascade the same way).
 func (db *DB) DeleteThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	return errTODO
+	return db.write(ctx, func(tx *sqlx.Tx) error {
+		var w where
+		w.add("thread_id = ?", id)
+		if err := w.filter("metadata", filter); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM threads`+w.String(), w.args...)
+		if err != nil {
+			return fmt.Errorf("delete thread: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("delete thread: %w", err)
+		} else if n == 0 {
+			return threadNotFound(id)
+		}
+		return nil
+	})
 }
 
-// SearchThreads implements graphserver.ThreadStorage.
+// threadSorts whitelists sort_by values.
+var threadSorts = map[string]string{
+	"thread_id":        "thread_id",
+	"status":           "status",
+	"created_at":       "created_at",
+	"updated_at":       "updated_at",
+	"state_updated_at": "state_updated_at",
+}
+
+func threadSearchWhere(s *graphserver.ThreadSearch) (*where, error) {
+	w := &where{}
+	if len(s.IDs) > 0 {
+		ids, err := json.Marshal(s.IDs)
+		if err != nil {
+			return nil, fmt.Errorf("encode ids: %w", err)
+		}
+		w.add("thread_id IN (SELECT value FROM json_each(?))", string(ids))
+	}
+	if s.Status != "" {
+		w.add("status = ?", s.Status)
+	}
+	if err := w.contains("metadata", s.Metadata); err != nil {
+		return nil, err
+	}
+	if len(s.Values) > 0 {
+		var v any
+		if err := json.Unmarshal(s.Values, &v); err != nil {
+			return nil, graphserver.Errorf(graphserver.EINVALID, "The values filter is not valid JSON.")
+		}
+		if v != nil {
+			cond, args, err := w.containment("state_values", "$", v)
+			if err != nil {
+				return nil, err
+			}
+			w.add(cond, args...)
+		}
+	}
+	if err := w.filter("metadata", s.Filter); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// SearchThreads implements graphserver.ThreadStorage. It returns at most
+// s.Limit+1 rows (no limit when s.Limit <= 0), sorted by s.SortBy (default
+// created_at) and s.SortOrder (default desc), thread_id breaking ties.
 func (db *DB) SearchThreads(ctx context.Context, s *graphserver.ThreadSearch) ([]*graphserver.Thread, error) {
-	return nil, errTODO
+	if s == nil {
+		s = &graphserver.ThreadSearch{}
+	}
+	w, err := threadSearchWhere(s)
+	if err != nil {
+		return nil, err
+	}
+	lim, largs := limitOffset(s.Limit, s.Offset, true)
+	q := `SELECT ` + threadColumns + ` FROM threads` + w.String() +
+		orderBy(threadSorts, s.SortBy, s.SortOrder, "created_at", "thread_id") + lim
+	var rows []threadRow
+	if err := db.reader.SelectContext(ctx, &rows, q, append(w.args, largs...)...); err != nil {
+		return nil, translate(fmt.Errorf("search threads: %w", err))
+	}
+	out := make([]*graphserver.Thread, 0, len(rows))
+	for i := range rows {
+		t, err := rows[i].thread()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
-// CountThreads implements graphserver.ThreadStorage.
+// CountThreads implements graphserver.ThreadStorage; limit, offset and sort
+// are ignored.
 func (db *DB) CountThreads(ctx context.Context, s *graphserver.ThreadSearch) (int, error) {
-	return 0, errTODO
+	if s == nil {
+		s = &graphserver.ThreadSearch{}
+	}
+	w, err := threadSearchWhere(s)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := db.reader.GetContext(ctx, &n, `SELECT count(*) FROM threads`+w.String(), w.args...); err != nil {
+		return 0, translate(fmt.Errorf("count threads: %w", err))
+	}
+	return n, nil
 }
 
-// CopyThread implements graphserver.ThreadStorage.
+// CopyThread implements graphserver.ThreadStorage. The copy has the
+// source's metadata, config, context, values, interrupts, error and status
+// (busy becomes idle: no run works on the copy), no TTL, timestamps now, and
+// every checkpoint, blob and pending write of the source under newID, in one
+// transaction. ENOTFOUND when the source is missing or hidden, ECONFLICT when
+// newID is taken.
 func (db *DB) CopyThread(ctx context.Context, sourceID, newID string, now time.Time, filter graphserver.Filter) (*graphserver.Thread, error) {
-	return nil, errTODO
+	var out *graphserver.Thread
+	err := db.write(ctx, func(tx *sqlx.Tx) error {
+		if _, err := getThread(ctx, tx, sourceID, filter); err != nil {
+			return err
+		}
+		ts := formatTime(now)
+		_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`)
+			SELECT ?, ?, ?, ?, metadata, config, context, CASE status WHEN 'busy' THEN 'idle' ELSE status END,
+				state_values, interrupts, error, NULL, NULL, NULL
+			FROM threads WHERE thread_id = ?`, newID, ts, ts, ts, sourceID)
+		if isConstraint(err) {
+			return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", newID)
+		} else if err != nil {
+			return fmt.Errorf("copy thread: %w", err)
+		}
+		for _, q := range []string{
+			`INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
+				metadata, channel_versions, body)
+			SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at, metadata, channel_versions, body
+			FROM checkpoints WHERE thread_id = ?`,
+			`INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base, data)
+			SELECT ?, checkpoint_ns, channel, version, base, data FROM checkpoint_blobs WHERE thread_id = ?`,
+			`INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
+			SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value
+			FROM checkpoint_writes WHERE thread_id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, newID, sourceID); err != nil {
+				return fmt.Errorf("copy thread checkpoints: %w", err)
+			}
+		}
+		out, err = getThread(ctx, tx, newID, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// PruneThreads implements graphserver.ThreadStorage.
+// PruneThreads implements graphserver.ThreadStorage. Strategy delete (or
+// "") deletes the threads; keep_latest keeps each thread with only its
+// latest root checkpoint, whose channel values are rewritten as full blobs,
+// and its pending writes; every other checkpoint, blob and write, subgraph
+// namespaces included, is deleted. Ids that are missing or hidden by filter
+// are skipped and not counted. An unknown strategy is EINVALID.
 func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, filter graphserver.Filter) (int, error) {
-	return 0, errTODO
+	if strategy == "" {
+		strategy = graphserver.PruneDelete
+	}
+	if strategy != graphserver.PruneDelete && strategy != graphserver.PruneKeepLatest {
+		return 0, graphserver.Errorf(graphserver.EINVALID, "The prune strategy %q is invalid: use delete or keep_latest.", strategy)
+	}
+	var count int
+	err := db.write(ctx, func(tx *sqlx.Tx) error {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if _, err := getThread(ctx, tx, id, filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if strategy == graphserver.PruneDelete {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE thread_id = ?`, id); err != nil {
+					return fmt.Errorf("prune thread %s: %w", id, err)
+				}
+			} else if err := keepLatest(ctx, tx, id); err != nil {
+				return fmt.Errorf("prune thread %s: %w", id, err)
+			}
+			count++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return count, nil
 }
 
-// SetThreadSummary implements graphserver.ThreadStorage.
+// keepLatest drops every checkpoint of a thread but its latest root one,
+// whose values it stores again as full (non-delta) blobs.
+func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
+	cp, err := getCheckpoint(ctx, tx, threadID, "", "")
+	if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+		for _, q := range []string{
+			`DELETE FROM checkpoint_writes WHERE thread_id = ?`,
+			`DELETE FROM checkpoint_blobs WHERE thread_id = ?`,
+			`DELETE FROM checkpoints WHERE thread_id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, threadID); err != nil {
+				return err
+			}
+		}
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`DELETE FROM checkpoint_writes WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
+		`DELETE FROM checkpoints WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, threadID, cp.CheckpointID); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET parent_checkpoint_id = '' WHERE thread_id = ?`, threadID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_blobs WHERE thread_id = ?`, threadID); err != nil {
+		return err
+	}
+	for ch, v := range cp.Values {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base, data)
+			VALUES (?, '', ?, ?, '', ?)`, threadID, ch, cp.ChannelVersions[ch], string(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetThreadSummary implements graphserver.ThreadStorage. It sets status
+// (idle when empty), values, interrupts and error as given, updated_at and
+// state_updated_at to now, and moves a TTL expiry to now + TTL. ENOTFOUND
+// when the thread is missing.
 func (db *DB) SetThreadSummary(ctx context.Context, id string, s *graphserver.ThreadSummary, now time.Time) error {
-	return errTODO
+	if s == nil {
+		s = &graphserver.ThreadSummary{}
+	}
+	values, err := nullRaw(s.Values)
+	if err != nil {
+		return err
+	}
+	errv, err := nullRaw(s.Error)
+	if err != nil {
+		return err
+	}
+	interrupts, err := marshalJSON(cmpOrEmpty(s.Interrupts))
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, func(tx *sqlx.Tx) error {
+		var minutes sql.NullFloat64
+		err := tx.GetContext(ctx, &minutes, `SELECT ttl_minutes FROM threads WHERE thread_id = ?`, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return threadNotFound(id)
+		} else if err != nil {
+			return fmt.Errorf("set thread summary: %w", err)
+		}
+		var exp sql.NullString
+		if minutes.Valid {
+			e := expiry(now, minutes.Float64)
+			exp = nullTime(&e)
+		}
+		ts := formatTime(now)
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = ?, state_values = ?, interrupts = ?, error = ?,
+			updated_at = ?, state_updated_at = ?, ttl_expires_at = ? WHERE thread_id = ?`,
+			cmpOr(s.Status, graphserver.ThreadIdle), values, interrupts, errv, ts, ts, exp, id); err != nil {
+			return fmt.Errorf("set thread summary: %w", err)
+		}
+		return nil
+	})
 }
