@@ -40,6 +40,34 @@ type Options struct {
 	// (they are invisible as soon as they expire). Default:
 	// StoreSweepIntervalDefault (one minute).
 	StoreSweepInterval time.Duration
+
+	// Workers bounds the runs executed at once. Runs mostly wait on I/O, so
+	// the default is generous: WorkersDefault (64).
+	Workers int
+	// LeaseDuration is how long a claimed run stays reserved without a lease
+	// renewal; a run whose worker died is recovered after it. Default
+	// LeaseDurationDefault (30 s).
+	LeaseDuration time.Duration
+	// MaxAttempts is how many times a run is started before a lapsed lease
+	// ends it with status error. Default MaxAttemptsDefault (3).
+	MaxAttempts int
+	// MaxRunTime ends a run running longer with status timeout. Default
+	// MaxRunTimeDefault (one hour).
+	MaxRunTime time.Duration
+	// ResumableStreamTTL is how long the event log of a stream_resumable run
+	// stays replayable after the run ends. Default
+	// ResumableStreamTTLDefault (10 minutes).
+	ResumableStreamTTL time.Duration
+	// PollInterval is how often idle workers look for delayed runs and runs
+	// created by other processes (runs created here wake them at once).
+	// Default PollIntervalDefault (1 s).
+	PollInterval time.Duration
+	// DefaultMultitaskStrategy applies to runs that give none. Default
+	// MultitaskEnqueue.
+	DefaultMultitaskStrategy string
+	// Webhooks configures webhook delivery; without a Sender, runs asking
+	// for a webhook are refused.
+	Webhooks WebhookOptions
 }
 
 // Server hosts graphs and implements every operation of the API as a Go
@@ -51,6 +79,7 @@ type Server struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	itemCfg itemConfig
+	rq      *runQueue
 
 	// lifetime is cancelled (with a cause) when Close gives up waiting; work
 	// started by the server derives from it, not from request contexts.
@@ -74,6 +103,9 @@ func New(opts Options) (*Server, error) {
 			return nil, Errorf(EINVALID, "Options.Graphs: graph ids must be non-empty and graphs non-nil")
 		}
 	}
+	if err := validateQueueOptions(opts); err != nil {
+		return nil, err
+	}
 	lifetime, stop := context.WithCancelCause(context.Background())
 	s := &Server{
 		storage:  opts.Storage,
@@ -90,6 +122,7 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.rq = newRunQueue(s, opts)
 	return s, nil
 }
 
@@ -160,11 +193,15 @@ func (s *Server) isClosed() bool {
 // backgroundTasks lists the loops Start runs; each returns when ctx ends or
 // when the server begins draining.
 func (s *Server) backgroundTasks() []func(ctx context.Context) {
-	return nil
+	var tasks []func(ctx context.Context)
+	tasks = append(tasks, s.rq.tasks()...)
+	return tasks
 }
 
 // beginDrain tells background loops to stop taking new work.
-func (s *Server) beginDrain() {}
+func (s *Server) beginDrain() {
+	s.rq.beginDrain()
+}
 
 // authFilter returns the access-control filter that narrows the caller's
 // (identity taken from ctx) view of resource for action; value is the

@@ -1,8 +1,15 @@
 package graphserver
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Run statuses.
@@ -94,3 +101,785 @@ func (b Breakpoints) MarshalJSON() ([]byte, error) {
 
 // All reports whether the breakpoints name every node.
 func (b Breakpoints) All() bool { return len(b) == 1 && b[0] == "*" }
+
+// Run creation options.
+const (
+	IfNotExistsCreate = "create" // create the thread when it is missing
+	IfNotExistsReject = "reject" // answer ENOTFOUND when it is missing (the default)
+
+	OnDisconnectCancel   = "cancel"   // cancel (action interrupt) the run when the client goes away
+	OnDisconnectContinue = "continue" // keep running (the default)
+
+	OnCompletionDelete = "delete" // delete a stateless run's temporary thread after the run (the default)
+	OnCompletionKeep   = "keep"   // keep it
+
+	CancelInterrupt = "interrupt" // stop the run, keep its checkpoints; status interrupted
+	CancelRollback  = "rollback"  // stop the run and delete it with its checkpoints
+
+	DurabilitySync  = "sync"
+	DurabilityAsync = "async" // the default
+	DurabilityExit  = "exit"
+)
+
+// RunStatuses are the values a run status takes.
+var RunStatuses = []string{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
+
+// MultitaskStrategies are the values multitask_strategy takes.
+var MultitaskStrategies = []string{MultitaskReject, MultitaskInterrupt, MultitaskRollback, MultitaskEnqueue}
+
+// StreamModesAll are the stream modes a run may ask for.
+var StreamModesAll = []string{"values", "messages", "messages-tuple", "updates", "events", "debug", "tasks", "checkpoints", "custom", "tools"}
+
+// RunSelectColumns are the values select accepts when listing runs.
+var RunSelectColumns = []string{"run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy"}
+
+// StreamModes lists stream modes. On the wire it is one mode or a list.
+type StreamModes []string
+
+// UnmarshalJSON accepts a single string as well as a list.
+func (m *StreamModes) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*m = StreamModes{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(data, &l); err != nil {
+		return Errorf(EINVALID, "stream_mode must be a stream mode or a list of them")
+	}
+	*m = l
+	return nil
+}
+
+// RunCreate is the body of every run-creating request (§2.7 of the wire
+// contract). Zero fields take their documented defaults.
+type RunCreate struct {
+	AssistantID       string          `json:"assistant_id"` // assistant id or registered graph id (required)
+	Input             json.RawMessage `json:"input,omitempty"`
+	Command           *Command        `json:"command,omitempty"`
+	Metadata          Metadata        `json:"metadata,omitempty"`
+	Config            Object          `json:"config,omitempty"`
+	Context           Object          `json:"context,omitempty"`
+	CheckpointID      string          `json:"checkpoint_id,omitempty"`
+	Checkpoint        Object          `json:"checkpoint,omitempty"` // {checkpoint_id, checkpoint_ns, checkpoint_map}
+	InterruptBefore   Breakpoints     `json:"interrupt_before,omitempty"`
+	InterruptAfter    Breakpoints     `json:"interrupt_after,omitempty"`
+	StreamMode        StreamModes     `json:"stream_mode,omitempty"` // default ["values"]
+	StreamSubgraphs   bool            `json:"stream_subgraphs,omitempty"`
+	StreamResumable   bool            `json:"stream_resumable,omitempty"`
+	FeedbackKeys      []string        `json:"feedback_keys,omitempty"`
+	Webhook           string          `json:"webhook,omitempty"`
+	MultitaskStrategy string          `json:"multitask_strategy,omitempty"` // default Options.DefaultMultitaskStrategy (enqueue)
+	IfNotExists       string          `json:"if_not_exists,omitempty"`      // create | reject (default)
+	AfterSeconds      float64         `json:"after_seconds,omitempty"`
+	OnDisconnect      string          `json:"on_disconnect,omitempty"` // cancel | continue (default)
+	OnCompletion      string          `json:"on_completion,omitempty"` // delete (default) | keep; stateless only
+	Durability        string          `json:"durability,omitempty"`    // sync | async (default) | exit
+	CheckpointDuring  *bool           `json:"checkpoint_during,omitempty"`
+
+	// Headers are the request headers (lower-case names). Those starting with
+	// "x-" (but x-api-key, x-tenant-id, x-service-key) and user-agent are
+	// copied into config.configurable. Set by httpapi; never decoded.
+	Headers map[string]string `json:"-"`
+}
+
+// RunSearch selects the runs of a thread for ListRuns.
+type RunSearch struct {
+	Limit  int      // default 10
+	Offset int      // default 0
+	Status string   // "" = any
+	Select []string // projection, applied by the HTTP layer; validated by ListRuns
+
+	Filter Filter // access-control filter on the thread's metadata
+}
+
+// RunCancelSelect selects runs for CancelRuns: ThreadID with RunIDs, or
+// Status (pending, running or all).
+type RunCancelSelect struct {
+	ThreadID string   `json:"thread_id,omitempty"`
+	RunIDs   []string `json:"run_ids,omitempty"`
+	Status   string   `json:"status,omitempty"`
+}
+
+// JoinStreamOptions tunes JoinRunStream.
+type JoinStreamOptions struct {
+	// LastEventID resumes after that event id; "" or "-1"/"-" replays from
+	// the start.
+	LastEventID string
+	// StreamMode keeps only events of these modes (matched on the part before
+	// "|"); metadata and error always pass. Empty = all.
+	StreamMode []string
+	// CancelOnDisconnect cancels the run (action interrupt) when the consumer
+	// stops reading before the run ends.
+	CancelOnDisconnect bool
+}
+
+// StreamEvent is one event of a run's stream. ID is its position in the
+// run's event log ("0", "1", ...): ids grow monotonically within a run.
+type StreamEvent struct {
+	ID    string
+	Event string // metadata, values, updates, messages, custom, error, ... or "mode|ns|..." for subgraphs
+	Data  json.RawMessage
+}
+
+// RunStorage persists runs, their queue and the webhook outbox. Every method
+// is one transaction.
+type RunStorage interface {
+	// CreateRun inserts r (status pending) after checking its thread: a
+	// missing thread gives ENOTFOUND unless opts.CreateThread is set, then that
+	// thread is inserted. When the thread has pending or running runs, the
+	// multitask strategy r.MultitaskStrategy applies: reject gives ECONFLICT
+	// (with MultitaskRejectMessage); interrupt and rollback cancel them (as
+	// CancelRuns does) and report them; enqueue leaves them. The thread is
+	// marked busy and opts.ThreadMetadata merged into its metadata, and its
+	// config replaced by opts.ThreadConfig when that is non-nil.
+	CreateRun(ctx context.Context, r *Run, opts *RunInsert) ([]CancelledRun, error)
+	// GetRun returns a run; threadID "" matches any thread. ENOTFOUND if
+	// missing or hidden by filter (applied to the thread's metadata).
+	GetRun(ctx context.Context, threadID, runID string, filter Filter) (*Run, error)
+	// ListRuns lists a thread's runs newest first. ENOTFOUND if the thread is
+	// missing or hidden.
+	ListRuns(ctx context.Context, threadID string, s *RunSearch) ([]*Run, error)
+	// DeleteRun deletes a finished run with the checkpoints it wrote.
+	// ENOTFOUND if missing, ECONFLICT if pending or running.
+	DeleteRun(ctx context.Context, threadID, runID string, filter Filter) error
+	// CancelRuns cancels the selected runs: pending runs become interrupted
+	// (action interrupt) or are deleted (rollback), with their thread's status
+	// recomputed; running runs get the action recorded for their worker to
+	// observe (RenewRunLease). Finished runs are left alone. ENOTFOUND when
+	// sel names runs by id and one of them does not exist.
+	CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error)
+
+	// ClaimRun takes the oldest pending run with created_at <= now whose
+	// thread has no running run, marks it running under a lease held by owner
+	// until leaseUntil and increments its attempt. It returns nil, nil when no
+	// run is eligible.
+	ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*QueuedRun, error)
+	// RenewRunLease extends owner's lease and returns the cancel action
+	// recorded for the run ("" if none). ENOTFOUND when owner no longer holds
+	// the run.
+	RenewRunLease(ctx context.Context, runID, owner string, leaseUntil time.Time) (string, error)
+	// ReleaseRun gives up owner's lease: the run goes back to pending, so the
+	// next claim resumes it. ENOTFOUND when owner no longer holds it.
+	ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error
+	// FinishRun records the end of a run owner holds, in one transaction: see
+	// RunFinish. ENOTFOUND when owner no longer holds the run.
+	FinishRun(ctx context.Context, f *RunFinish) error
+	// SweepRuns puts running runs whose lease expired before now back to
+	// pending, or ends them with status error once they have had maxAttempts
+	// attempts (their thread then gets status error). It returns the runs it
+	// changed.
+	SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]SweptRun, error)
+
+	// ClaimWebhooks takes up to limit outbox deliveries due at now, holding
+	// them until leaseUntil.
+	ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*WebhookDelivery, error)
+	// UpdateWebhook records a delivery attempt: done deletes the delivery,
+	// otherwise it is due again at next.
+	UpdateWebhook(ctx context.Context, id string, attempts int, done bool, next time.Time, lastError string) error
+}
+
+// MultitaskRejectMessage is the detail of the ECONFLICT a run with
+// multitask_strategy reject gets on a busy thread.
+const MultitaskRejectMessage = "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
+
+// RunInsert tells RunStorage.CreateRun how to treat the run's thread.
+type RunInsert struct {
+	CreateThread   *Thread  // inserted when the thread is missing; nil = ENOTFOUND
+	ThreadMetadata Metadata // merged into the thread's metadata
+	ThreadConfig   Object   // replaces the thread's config when non-nil
+	Filter         Filter   // access-control filter on the thread's metadata
+}
+
+// CancelledRun reports a run a cancellation touched. Status is
+// RunInterrupted for a pending run now interrupted, "" for a pending run
+// deleted (rollback), and RunRunning for a running run whose worker must stop.
+type CancelledRun struct {
+	RunID    string
+	ThreadID string
+	Status   string
+	Action   string
+}
+
+// QueuedRun is a run a worker claimed.
+type QueuedRun struct {
+	Run     *Run
+	Attempt int
+}
+
+// SweptRun reports a run SweepRuns changed: Status is RunPending (given back
+// to the queue) or RunError (out of attempts).
+type SweptRun struct {
+	RunID    string
+	ThreadID string
+	Status   string
+}
+
+// RunFinish is the end of a run. FinishRun applies it atomically:
+//   - Delete: the run and the checkpoints it wrote are deleted (rollback);
+//     otherwise the run gets Status.
+//   - Summary (when non-nil) is written on the thread as SetThreadSummary
+//     does, except that the status is busy while the thread has other pending
+//     or running runs.
+//   - DeleteThread: the thread is deleted with its runs and checkpoints
+//     (stateless runs with on_completion delete).
+//   - Webhook (when non-nil) is added to the outbox.
+type RunFinish struct {
+	RunID        string
+	ThreadID     string
+	Owner        string
+	Status       string
+	Delete       bool
+	Summary      *ThreadSummary
+	DeleteThread bool
+	Webhook      *WebhookDelivery
+	Now          time.Time
+}
+
+// WebhookDelivery is one webhook in the outbox.
+type WebhookDelivery struct {
+	ID       string
+	RunID    string
+	URL      string
+	Body     json.RawMessage // JSON object; webhook_sent_at is added at each attempt
+	Attempts int             // attempts made so far
+	NextAt   time.Time
+}
+
+// runStorage returns the run storage, or an error when the driver has none.
+func (s *Server) runStorage() (RunStorage, error) {
+	if s.rq.storage == nil {
+		return nil, Errorf(EINTERNAL, "The storage driver does not support runs.")
+	}
+	return s.rq.storage, nil
+}
+
+// CreateRun creates a background run on thread threadID, or a stateless run
+// (on a new temporary thread) when threadID is "". The run is pending; a
+// started Server picks it up at once (or after rc.AfterSeconds).
+//
+// It returns EINVALID for a bad field, EBADREQUEST for a resume command
+// without a thread or both config.configurable and context set, ENOTFOUND
+// when the assistant or (with if_not_exists reject) the thread is missing,
+// ECONFLICT with MultitaskRejectMessage when the strategy is reject and the
+// thread is busy, EUNAVAILABLE after Close. With interrupt or rollback, the
+// thread's in-flight runs are cancelled.
+func (s *Server) CreateRun(ctx context.Context, threadID string, rc RunCreate) (*Run, error) {
+	run, _, err := s.createRun(ctx, threadID, &rc)
+	return run, err
+}
+
+// CreateRunBatch creates stateless background runs. Every item is validated
+// before the first is created.
+func (s *Server) CreateRunBatch(ctx context.Context, rcs []RunCreate) ([]*Run, error) {
+	if len(rcs) == 0 {
+		return nil, Errorf(EINVALID, "The batch must hold at least one run.")
+	}
+	for i := range rcs {
+		c := rcs[i]
+		if err := s.validateRunCreate(ctx, &c, true); err != nil {
+			return nil, err
+		}
+	}
+	runs := make([]*Run, 0, len(rcs))
+	for i := range rcs {
+		run, _, err := s.createRun(ctx, "", &rcs[i])
+		if err != nil {
+			return runs, err
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// StreamRun creates a run (as CreateRun) and returns a stream of its events
+// from the first one. With rc.OnDisconnect cancel, abandoning the stream
+// before the run ends cancels the run.
+func (s *Server) StreamRun(ctx context.Context, threadID string, rc RunCreate) (*RunStream, error) {
+	run, log, err := s.createRun(ctx, threadID, &rc)
+	if err != nil {
+		return nil, err
+	}
+	return &RunStream{Run: run, s: s, log: log, cancelOnDrop: rc.OnDisconnect == OnDisconnectCancel}, nil
+}
+
+// WaitRun creates a run (as CreateRun), blocks until it ends and returns its
+// final output (§2.8): the last values, the interrupt chunk, or
+// {"__error__": {"error", "message"}}. With rc.OnDisconnect cancel, ctx
+// ending first cancels the run.
+func (s *Server) WaitRun(ctx context.Context, threadID string, rc RunCreate) (json.RawMessage, error) {
+	st, err := s.StreamRun(ctx, threadID, rc)
+	if err != nil {
+		return nil, err
+	}
+	return st.Wait(ctx)
+}
+
+// GetRun returns a run of a thread (threadID "" = any thread). ENOTFOUND
+// when it does not exist.
+func (s *Server) GetRun(ctx context.Context, threadID, runID string) (*Run, error) {
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
+	return rs.GetRun(ctx, threadID, runID, nil)
+}
+
+// ListRuns lists a thread's runs, newest first. EINVALID for a bad limit,
+// offset, status or select column; ENOTFOUND when the thread is missing.
+func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]*Run, error) {
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit == 0 {
+		q.Limit = 10
+	}
+	if q.Limit < 1 || q.Limit > 1000 {
+		return nil, Errorf(EINVALID, "limit must be between 1 and 1000.")
+	}
+	if q.Offset < 0 {
+		return nil, Errorf(EINVALID, "offset must be 0 or more.")
+	}
+	if q.Status != "" && !slices.Contains(RunStatuses, q.Status) {
+		return nil, Errorf(EINVALID, "status must be one of %s.", strings.Join(RunStatuses, ", "))
+	}
+	for _, c := range q.Select {
+		if !slices.Contains(RunSelectColumns, c) {
+			return nil, Errorf(EINVALID, "select must list columns among %s.", strings.Join(RunSelectColumns, ", "))
+		}
+	}
+	return rs.ListRuns(ctx, threadID, &q)
+}
+
+// DeleteRun deletes a finished run and the checkpoints it wrote. ENOTFOUND
+// when it does not exist, ECONFLICT while it is pending or running.
+func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
+	if err := rs.DeleteRun(ctx, threadID, runID, nil); err != nil {
+		return err
+	}
+	s.rq.logs.drop(runID)
+	return nil
+}
+
+// CancelRun cancels a pending or running run with action interrupt (status
+// interrupted, checkpoints kept) or rollback (run and its checkpoints
+// deleted). A running run stops at its next opportunity; CancelRun does not
+// wait for it (JoinRun does). Cancelling a finished run does nothing.
+// ENOTFOUND when the run does not exist; EINVALID for another action.
+func (s *Server) CancelRun(ctx context.Context, threadID, runID, action string) error {
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
+	if action == "" {
+		action = CancelInterrupt
+	}
+	if action != CancelInterrupt && action != CancelRollback {
+		return Errorf(EINVALID, "action must be interrupt or rollback.")
+	}
+	cancelled, err := rs.CancelRuns(ctx, &RunCancelSelect{ThreadID: threadID, RunIDs: []string{runID}}, action, s.clock(), nil)
+	if err != nil {
+		return err
+	}
+	s.applyCancelled(cancelled)
+	return nil
+}
+
+// CancelRuns cancels runs in bulk: sel names a thread and run ids, or a
+// status (pending, running or all). EINVALID when sel mixes or lacks both
+// forms; ENOTFOUND when no run matched.
+func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action string) error {
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
+	if action == "" {
+		action = CancelInterrupt
+	}
+	if action != CancelInterrupt && action != CancelRollback {
+		return Errorf(EINVALID, "action must be interrupt or rollback.")
+	}
+	byID := sel.ThreadID != "" || len(sel.RunIDs) > 0
+	switch {
+	case byID && sel.Status != "":
+		return Errorf(EINVALID, "Give either thread_id and run_ids, or status, not both.")
+	case byID && (sel.ThreadID == "" || len(sel.RunIDs) == 0):
+		return Errorf(EINVALID, "thread_id and run_ids must be given together.")
+	case !byID && sel.Status == "":
+		return Errorf(EINVALID, "Give either thread_id and run_ids, or status.")
+	case !byID && sel.Status != RunPending && sel.Status != RunRunning && sel.Status != "all":
+		return Errorf(EINVALID, "status must be pending, running or all.")
+	}
+	cancelled, err := rs.CancelRuns(ctx, &sel, action, s.clock(), nil)
+	if err != nil {
+		return err
+	}
+	if len(cancelled) == 0 && !byID {
+		return Errorf(ENOTFOUND, "No runs matched.")
+	}
+	s.applyCancelled(cancelled)
+	return nil
+}
+
+// JoinRun blocks until the run ends and returns its final output (§2.8). For
+// a run that already ended it returns the thread's current values (or its
+// error). ENOTFOUND when the run does not exist.
+func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
+	st, err := s.JoinRunStream(ctx, threadID, runID, JoinStreamOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return st.Wait(ctx)
+}
+
+// JoinRunStream returns a stream of a run's events after opts.LastEventID
+// (from the start when empty or -1), then live ones until the run ends. A
+// finished run whose log is gone gives an empty stream. ENOTFOUND when the
+// run does not exist; EINVALID for an unknown stream mode.
+func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts JoinStreamOptions) (*RunStream, error) {
+	for _, m := range opts.StreamMode {
+		if !slices.Contains(StreamModesAll, m) {
+			return nil, Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(StreamModesAll, ", "))
+		}
+	}
+	run, err := s.GetRun(ctx, threadID, runID)
+	if err != nil {
+		return nil, err
+	}
+	log := s.rq.logs.get(runID)
+	if log == nil && (run.Status == RunPending || run.Status == RunRunning) {
+		log = s.rq.logs.open(runID, run.ThreadID, run.Kwargs.Resumable)
+	}
+	return &RunStream{
+		Run: run, s: s, log: log,
+		from:         parseLastEventID(opts.LastEventID),
+		modes:        opts.StreamMode,
+		cancelOnDrop: opts.CancelOnDisconnect,
+	}, nil
+}
+
+// finishedOutput is the final output of a run whose log is gone: the
+// thread's values, or its error. It waits (polling storage) while the run is
+// still active, which happens when another process runs it.
+func (s *Server) finishedOutput(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(s.rq.pollInterval)
+	defer tick.Stop()
+	for {
+		run, err := rs.GetRun(ctx, threadID, runID, nil)
+		if ErrorCode(err) == ENOTFOUND {
+			return json.RawMessage(`{}`), nil
+		} else if err != nil {
+			return nil, err
+		}
+		if run.Status != RunPending && run.Status != RunRunning {
+			th, err := s.storage.GetThread(ctx, run.ThreadID, nil)
+			if ErrorCode(err) == ENOTFOUND {
+				return json.RawMessage(`{}`), nil
+			} else if err != nil {
+				return nil, err
+			}
+			if (run.Status == RunError || run.Status == RunTimeout) && len(th.Error) > 0 && string(th.Error) != "null" {
+				return marshalOutput(map[string]json.RawMessage{"__error__": th.Error}), nil
+			}
+			if len(th.Values) == 0 || string(th.Values) == "null" {
+				return json.RawMessage(`{}`), nil
+			}
+			return th.Values, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-s.lifetime.Done():
+			return nil, ErrServerClosed
+		}
+	}
+}
+
+func marshalOutput(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// applyCancelled acts on the runs a cancellation touched in storage: ended
+// pending runs close their logs, running ones are told to stop.
+func (s *Server) applyCancelled(cancelled []CancelledRun) {
+	now := s.clock()
+	for _, c := range cancelled {
+		switch c.Status {
+		case RunRunning:
+			s.rq.cancelLocal(c.RunID, c.Action)
+		default:
+			if l := s.rq.logs.get(c.RunID); l != nil {
+				l.finish(c.Status, nil, now.Add(s.rq.logTTL(l)))
+			}
+		}
+	}
+	if len(cancelled) > 0 {
+		s.rq.signal()
+	}
+}
+
+// createRun validates rc, builds the run and inserts it, returning the run
+// and its (new) event log.
+func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) (*Run, *eventLog, error) {
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.isClosed() {
+		return nil, nil, ErrServerClosed
+	}
+	stateless := threadID == ""
+	if err := s.validateRunCreate(ctx, rc, stateless); err != nil {
+		return nil, nil, err
+	}
+	asst, err := s.runAssistant(ctx, rc.AssistantID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var thread *Thread
+	if stateless {
+		threadID = uuid.NewString()
+	} else {
+		thread, err = s.storage.GetThread(ctx, threadID, nil)
+		if ErrorCode(err) == ENOTFOUND {
+			if rc.IfNotExists != IfNotExistsCreate {
+				return nil, nil, Errorf(ENOTFOUND, "Thread or assistant not found.")
+			}
+		} else if err != nil {
+			return nil, nil, err
+		}
+	}
+
+	now := s.clock()
+	runID := uuid.Must(uuid.NewV7()).String()
+	temporary := stateless && rc.OnCompletion != OnCompletionKeep
+	var threadCfg, threadMeta Object
+	if thread != nil {
+		threadCfg, threadMeta = thread.Config, thread.Metadata
+	}
+	cfg, storedCfg, runCtx := mergeRunConfig(asst, threadCfg, rc)
+	meta := Metadata{}
+	maps.Copy(meta, asst.Metadata)
+	maps.Copy(meta, threadMeta)
+	if m, ok := rc.Config["metadata"].(map[string]any); ok {
+		maps.Copy(meta, m)
+	}
+	maps.Copy(meta, rc.Metadata)
+	meta["assistant_id"] = asst.AssistantID
+	meta["graph_id"] = asst.GraphID
+
+	configurable := cfg["configurable"].(Object)
+	configurable["run_id"] = runID
+	configurable["thread_id"] = threadID
+	configurable["graph_id"] = asst.GraphID
+	configurable["assistant_id"] = asst.AssistantID
+	if _, ok := configurable["user_id"]; !ok {
+		configurable["user_id"] = nil
+	}
+	cfg["metadata"] = meta
+
+	var webhook *string
+	if rc.Webhook != "" {
+		webhook = &rc.Webhook
+	}
+	createdAt := now.Add(time.Duration(rc.AfterSeconds * float64(time.Second))).Truncate(time.Microsecond)
+	run := &Run{
+		RunID:             runID,
+		ThreadID:          threadID,
+		AssistantID:       asst.AssistantID,
+		CreatedAt:         createdAt,
+		UpdatedAt:         now,
+		Status:            RunPending,
+		Metadata:          meta,
+		MultitaskStrategy: rc.MultitaskStrategy,
+		Kwargs: RunKwargs{
+			Input:           rc.Input,
+			Command:         rc.Command,
+			Config:          cfg,
+			Context:         runCtx,
+			StreamMode:      rc.StreamMode,
+			InterruptBefore: rc.InterruptBefore,
+			InterruptAfter:  rc.InterruptAfter,
+			Webhook:         webhook,
+			FeedbackKeys:    rc.FeedbackKeys,
+			Temporary:       temporary,
+			Subgraphs:       rc.StreamSubgraphs,
+			Resumable:       rc.StreamResumable,
+			Durability:      rc.Durability,
+		},
+	}
+	if len(run.Kwargs.Input) == 0 {
+		run.Kwargs.Input = json.RawMessage("null")
+	}
+	ins := &RunInsert{
+		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
+		ThreadConfig:   storedCfg,
+	}
+	if thread == nil {
+		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
+		if m, ok := rc.Config["metadata"].(map[string]any); ok && stateless {
+			maps.Copy(tm, m)
+		}
+		maps.Copy(tm, rc.Metadata)
+		ins.CreateThread = &Thread{
+			ThreadID: threadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
+			Metadata: tm, Config: storedCfg, Context: Object{}, Status: ThreadBusy,
+			Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{},
+		}
+	}
+	log := s.rq.logs.open(runID, threadID, rc.StreamResumable)
+	cancelled, err := rs.CreateRun(ctx, run, ins)
+	if err != nil {
+		s.rq.logs.drop(runID)
+		return nil, nil, err
+	}
+	s.applyCancelled(cancelled)
+	if rc.AfterSeconds > 0 {
+		s.rq.signalAt(createdAt)
+	} else {
+		s.rq.signal()
+	}
+	return run, log, nil
+}
+
+// runAssistant resolves the assistant of a run: an assistant id, or a
+// registered graph id standing for its system assistant.
+func (s *Server) runAssistant(ctx context.Context, id string) (*Assistant, error) {
+	if _, ok := s.graphs[id]; ok {
+		id = SystemAssistantID(id)
+	}
+	a, err := s.storage.GetAssistant(ctx, id, nil)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, Errorf(ENOTFOUND, "Assistant %s not found.", id)
+	} else if err != nil {
+		return nil, err
+	}
+	if _, ok := s.graphs[a.GraphID]; !ok {
+		return nil, Errorf(ENOTFOUND, "Graph %s of assistant %s is not registered.", a.GraphID, a.AssistantID)
+	}
+	return a, nil
+}
+
+// excludedHeaders are x- headers never copied into configurable.
+var excludedHeaders = []string{"x-api-key", "x-tenant-id", "x-service-key"}
+
+// mergeRunConfig merges config and context per §5.9. It returns the run's
+// config (configurable as an Object the caller completes), the config stored
+// on the thread (without per-run keys) and the run's context.
+func mergeRunConfig(asst *Assistant, threadCfg Object, rc *RunCreate) (cfg, stored, runCtx Object) {
+	cfg = Object{}
+	maps.Copy(cfg, asst.Config)
+	maps.Copy(cfg, threadCfg)
+	maps.Copy(cfg, rc.Config)
+	configurable := Object{}
+	for _, src := range []Object{asst.Config, threadCfg, rc.Config} {
+		if m, ok := src["configurable"].(map[string]any); ok {
+			maps.Copy(configurable, m)
+		} else if m, ok := src["configurable"].(Object); ok {
+			maps.Copy(configurable, m)
+		}
+	}
+	reqConfigurable, _ := rc.Config["configurable"].(map[string]any)
+	runCtx = Object{}
+	maps.Copy(runCtx, asst.Context)
+	maps.Copy(runCtx, rc.Context)
+	// Keep configurable and context mirrored for graphs using either API.
+	if len(rc.Context) > 0 {
+		maps.Copy(configurable, rc.Context)
+	} else if len(reqConfigurable) > 0 {
+		maps.Copy(runCtx, reqConfigurable)
+	}
+	stored = cfg.Clone()
+	delete(stored, "metadata")
+	stored["configurable"] = configurable.Clone()
+
+	for k, v := range rc.Headers {
+		k = strings.ToLower(k)
+		if (strings.HasPrefix(k, "x-") && !slices.Contains(excludedHeaders, k)) || k == "user-agent" {
+			configurable[k] = v
+		}
+	}
+	if rc.CheckpointID != "" {
+		configurable["checkpoint_id"] = rc.CheckpointID
+	}
+	for k, v := range rc.Checkpoint {
+		if v != nil {
+			configurable[k] = v
+		}
+	}
+	cfg["configurable"] = configurable
+	return cfg, stored, runCtx
+}
+
+// validateRunCreate checks rc and fills its defaults.
+func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless bool) error {
+	if rc.AssistantID == "" {
+		return Errorf(EINVALID, "assistant_id is required.")
+	}
+	rc.MultitaskStrategy = cmp.Or(rc.MultitaskStrategy, s.rq.defaultMultitask)
+	if !slices.Contains(MultitaskStrategies, rc.MultitaskStrategy) {
+		return Errorf(EINVALID, "multitask_strategy must be one of %s.", strings.Join(MultitaskStrategies, ", "))
+	}
+	if stateless {
+		rc.IfNotExists = IfNotExistsCreate
+	}
+	rc.IfNotExists = cmp.Or(rc.IfNotExists, IfNotExistsReject)
+	if rc.IfNotExists != IfNotExistsCreate && rc.IfNotExists != IfNotExistsReject {
+		return Errorf(EINVALID, "if_not_exists must be create or reject.")
+	}
+	rc.OnDisconnect = cmp.Or(rc.OnDisconnect, OnDisconnectContinue)
+	if rc.OnDisconnect != OnDisconnectCancel && rc.OnDisconnect != OnDisconnectContinue {
+		return Errorf(EINVALID, "on_disconnect must be cancel or continue.")
+	}
+	rc.OnCompletion = cmp.Or(rc.OnCompletion, OnCompletionDelete)
+	if rc.OnCompletion != OnCompletionDelete && rc.OnCompletion != OnCompletionKeep {
+		return Errorf(EINVALID, "on_completion must be delete or keep.")
+	}
+	if rc.Durability == "" && rc.CheckpointDuring != nil {
+		rc.Durability = DurabilityExit
+		if *rc.CheckpointDuring {
+			rc.Durability = DurabilityAsync
+		}
+	}
+	rc.Durability = cmp.Or(rc.Durability, DurabilityAsync)
+	if rc.Durability != DurabilitySync && rc.Durability != DurabilityAsync && rc.Durability != DurabilityExit {
+		return Errorf(EINVALID, "durability must be sync, async or exit.")
+	}
+	if len(rc.StreamMode) == 0 {
+		rc.StreamMode = StreamModes{"values"}
+	}
+	for _, m := range rc.StreamMode {
+		if !slices.Contains(StreamModesAll, m) {
+			return Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(StreamModesAll, ", "))
+		}
+	}
+	if rc.AfterSeconds < 0 {
+		return Errorf(EINVALID, "after_seconds must be 0 or more.")
+	}
+	if stateless && rc.Command != nil && len(rc.Command.Resume) > 0 {
+		return Errorf(EBADREQUEST, "You must provide a thread_id when resuming.")
+	}
+	if c, ok := rc.Config["configurable"].(map[string]any); ok && len(c) > 0 && len(rc.Context) > 0 {
+		return Errorf(EBADREQUEST, "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in LangGraph 0.6.0 and is the long term planned replacement for configurable.")
+	}
+	if rc.Webhook != "" {
+		if err := s.rq.hooks.policy.check(ctx, rc.Webhook); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,407 @@
+package graphserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// runOutcome is how a run's execution ended.
+type runOutcome struct {
+	status   string // final status; "" = released (server closing, lease lost)
+	rollback bool
+	err      error // error or timeout
+	state    *ThreadState
+	tracker  *outputTracker
+	graph    Graph
+	cfg      Object
+}
+
+// outputTracker remembers what the final output of a run needs from its
+// root-graph parts: the last values and the last chunk carrying __interrupt__.
+type outputTracker struct {
+	mu         sync.Mutex
+	lastValues json.RawMessage
+	interrupt  json.RawMessage
+}
+
+var interruptKey = []byte(`"__interrupt__"`)
+
+func (t *outputTracker) observe(p StreamPart) {
+	if len(p.Namespace) > 0 || (p.Event != "values" && p.Event != "updates") {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if bytes.Contains(p.Data, interruptKey) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(p.Data, &m) == nil {
+			if _, ok := m["__interrupt__"]; ok {
+				t.interrupt = p.Data
+				return
+			}
+		}
+	}
+	if p.Event == "values" {
+		t.lastValues = p.Data
+	}
+}
+
+// modeOf maps an emitted event name to the stream mode that produces it.
+func modeOf(event string) string {
+	switch {
+	case event == "messages":
+		return "messages-tuple"
+	case strings.HasPrefix(event, "messages/"):
+		return "messages"
+	}
+	return event
+}
+
+// execute runs one claimed run to its end: it emits the metadata event,
+// runs the graph under a renewed lease, then records the outcome.
+func (q *runQueue) execute(qr *QueuedRun) {
+	s := q.s
+	run := qr.Run
+	log := q.logs.open(run.RunID, run.ThreadID, run.Kwargs.Resumable)
+	log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
+
+	ctx, cancel := context.WithCancelCause(s.lifetime)
+	defer cancel(nil)
+	q.mu.Lock()
+	q.running[run.RunID] = cancel
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		delete(q.running, run.RunID)
+		q.mu.Unlock()
+	}()
+
+	stopRenew := make(chan struct{})
+	var renew sync.WaitGroup
+	renew.Go(func() { q.renewLease(ctx, run.RunID, cancel, stopRenew) })
+	startedAt := s.clock()
+	out := q.runGraph(ctx, run, log)
+	close(stopRenew)
+	renew.Wait()
+	q.finish(ctx, run, out, startedAt, log)
+}
+
+// renewLease extends the run's lease until stop closes, and cancels the run
+// when a cancellation was recorded in storage or the lease was lost.
+func (q *runQueue) renewLease(ctx context.Context, runID string, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+	tick := time.NewTicker(max(q.lease/3, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		action, err := q.storage.RenewRunLease(ctx, runID, q.owner, q.s.clock().Add(q.lease))
+		switch {
+		case ErrorCode(err) == ENOTFOUND:
+			cancel(errLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() == nil {
+				q.s.logger.Warn("renew run lease", "run_id", runID, "err", err)
+			}
+		case action == CancelRollback:
+			cancel(errCancelRollback)
+		case action != "":
+			cancel(errCancelInterrupt)
+		}
+	}
+}
+
+// runGraph executes the run's graph and classifies the result.
+func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOutcome {
+	s := q.s
+	out := &runOutcome{tracker: &outputTracker{}, cfg: run.Kwargs.Config}
+	configurable, _ := asObject(run.Kwargs.Config["configurable"])
+	graphID, _ := configurable["graph_id"].(string)
+	g := s.graphs[graphID]
+	if g == nil {
+		out.status, out.err = RunError, Errorf(EINVALID, "Graph %q is not registered.", graphID)
+		return out
+	}
+	out.graph = g
+
+	requested := map[string]bool{}
+	modes := []string{"values", "updates"}
+	for _, m := range run.Kwargs.StreamMode {
+		requested[m] = true
+		if m != "values" && m != "updates" {
+			modes = append(modes, m)
+		}
+	}
+	meta := Object{}
+	for k, v := range run.Metadata {
+		meta[k] = v
+	}
+	meta["run_id"] = run.RunID
+	meta["thread_id"] = run.ThreadID
+	meta["graph_id"] = graphID
+	meta["assistant_id"] = run.AssistantID
+	if uid, ok := configurable["user_id"]; ok && uid != nil {
+		meta["user_id"] = uid
+	}
+	gr := &GraphRun{
+		RunID:           run.RunID,
+		ThreadID:        run.ThreadID,
+		Input:           run.Kwargs.Input,
+		Command:         run.Kwargs.Command,
+		Config:          run.Kwargs.Config,
+		Context:         run.Kwargs.Context,
+		Metadata:        meta,
+		StreamModes:     modes,
+		Subgraphs:       run.Kwargs.Subgraphs,
+		InterruptBefore: run.Kwargs.InterruptBefore,
+		InterruptAfter:  run.Kwargs.InterruptAfter,
+		Durability:      cmp0(run.Kwargs.Durability, DurabilityAsync),
+		Store:           s.graphStore(),
+	}
+	if !run.Kwargs.Temporary {
+		gr.Checkpointer = s.storage
+	}
+	subgraphs := run.Kwargs.Subgraphs
+	emit := func(p StreamPart) {
+		out.tracker.observe(p)
+		if !requested[modeOf(p.Event)] {
+			return
+		}
+		name := p.Event
+		if len(p.Namespace) > 0 {
+			if !subgraphs {
+				return
+			}
+			name += "|" + strings.Join(p.Namespace, "|")
+		}
+		log.append(name, p.Data)
+	}
+
+	runCtx, stop := context.WithTimeoutCause(ctx, q.maxRunTime, errRunTimeout)
+	defer stop()
+	err := runSafely(runCtx, g, gr, emit)
+	var cause error
+	if runCtx.Err() != nil {
+		cause = context.Cause(runCtx)
+	}
+	switch {
+	case errors.Is(cause, errCancelRollback):
+		out.rollback = true
+	case errors.Is(cause, errLeaseLost):
+		out.status = ""
+	case err == nil:
+		out.status = RunSuccess
+	case errors.Is(cause, ErrServerClosed):
+		out.status = ""
+	case errors.Is(cause, errCancelInterrupt):
+		out.status = RunInterrupted
+	case errors.Is(cause, errRunTimeout):
+		out.status, out.err = RunTimeout, timeoutError{}
+	default:
+		out.status, out.err = RunError, err
+	}
+	return out
+}
+
+// runSafely calls g.Run, turning a panic into an error.
+func runSafely(ctx context.Context, g Graph, gr *GraphRun, emit func(StreamPart)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError{value: r}
+		}
+	}()
+	return g.Run(ctx, gr, emit)
+}
+
+type panicError struct{ value any }
+
+func (e panicError) Error() string     { return "graph panicked: " + stringify(e.value) }
+func (e panicError) ErrorName() string { return "Panic" }
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string     { return "The run exceeded the maximum run time." }
+func (timeoutError) ErrorName() string { return "TimeoutError" }
+
+func stringify(v any) string {
+	if e, ok := v.(error); ok {
+		return e.Error()
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// errorMessage is the message a failed run reports.
+func errorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// finish records the outcome of a run: storage (run status, thread summary,
+// webhook outbox) in one transaction, then the end of its event log.
+func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, startedAt time.Time, log *eventLog) {
+	s := q.s
+	bg := context.WithoutCancel(ctx)
+	now := s.clock()
+	if out.status == "" && !out.rollback {
+		// Released: the server is closing or another worker took the run over.
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed) {
+			if err := q.storage.ReleaseRun(bg, run.RunID, q.owner, now); err != nil && ErrorCode(err) != ENOTFOUND {
+				s.logger.Error("release run", "run_id", run.RunID, "err", err)
+			}
+		}
+		log.finish("", nil, now.Add(q.logTTL(log)))
+		return
+	}
+
+	f := &RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: q.owner, Status: out.status,
+		Delete: out.rollback, DeleteThread: run.Kwargs.Temporary, Now: now}
+	var errJSON json.RawMessage
+	if out.err != nil {
+		errJSON = marshalOutput(map[string]string{"error": ErrorName(out.err), "message": errorMessage(out.err)})
+	}
+	if !run.Kwargs.Temporary && out.graph != nil {
+		st, err := q.finalState(bg, run, out)
+		if err != nil {
+			s.logger.Error("read final state", "run_id", run.RunID, "err", err)
+		}
+		out.state = st
+		f.Summary = summarize(st, errJSON)
+	}
+	output := finalOutput(out, errJSON)
+	if run.Kwargs.Webhook != nil && *run.Kwargs.Webhook != "" {
+		f.Webhook = q.hooks.delivery(run, out, startedAt, now, errJSON)
+	}
+	if err := q.storage.FinishRun(bg, f); err != nil {
+		if ErrorCode(err) != ENOTFOUND {
+			s.logger.Error("finish run", "run_id", run.RunID, "err", err)
+		}
+		log.finish("", nil, now.Add(q.logTTL(log)))
+		return
+	}
+	if errJSON != nil {
+		log.append("error", errJSON)
+	}
+	status := out.status
+	if out.rollback {
+		status = ""
+	}
+	log.finish(status, output, now.Add(q.logTTL(log)))
+	q.signal()
+	if f.Webhook != nil {
+		q.hooks.signal()
+	}
+}
+
+// finalState reads the thread's state after the run: the latest checkpoint,
+// or for a rollback the latest one the run did not write.
+func (q *runQueue) finalState(ctx context.Context, run *Run, out *runOutcome) (*ThreadState, error) {
+	req := &StateRequest{Checkpoint: Checkpoint{ThreadID: run.ThreadID}, Config: out.cfg, Checkpointer: q.s.storage}
+	if out.rollback {
+		cps, err := q.s.storage.ListCheckpoints(ctx, run.ThreadID, CheckpointListOptions{Limit: 100})
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, cp := range cps {
+			if cp.RunID != run.RunID {
+				id := cp.CheckpointID
+				req.Checkpoint.CheckpointID = &id
+				found = true
+				break
+			}
+		}
+		if !found {
+			return &ThreadState{}, nil
+		}
+	}
+	return out.graph.State(ctx, req)
+}
+
+// summarize derives the thread summary (§5.5) from the final state.
+func summarize(st *ThreadState, errJSON json.RawMessage) *ThreadSummary {
+	sum := &ThreadSummary{Status: ThreadIdle, Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{}, Error: errJSON}
+	if st != nil {
+		if st.Values != nil && st.Checkpoint != nil {
+			sum.Values = marshalOutput(st.Values)
+		}
+		for _, t := range st.Tasks {
+			if len(t.Interrupts) > 0 {
+				sum.Interrupts[t.ID] = t.Interrupts
+			}
+		}
+		if len(st.Next) > 0 {
+			sum.Status = ThreadInterrupted
+		}
+	}
+	if errJSON != nil {
+		sum.Status = ThreadError
+	}
+	return sum
+}
+
+// finalOutput builds the §2.8 output of a finished run.
+func finalOutput(out *runOutcome, errJSON json.RawMessage) json.RawMessage {
+	if errJSON != nil {
+		return marshalOutput(map[string]json.RawMessage{"__error__": errJSON})
+	}
+	t := out.tracker
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.interrupt != nil && !out.rollback {
+		return t.interrupt
+	}
+	if out.state != nil && len(out.state.Next) > 0 && !out.rollback {
+		for _, task := range out.state.Tasks {
+			if len(task.Interrupts) > 0 {
+				return marshalOutput(map[string]any{"__interrupt__": task.Interrupts[:1]})
+			}
+		}
+	}
+	if t.lastValues != nil && !out.rollback {
+		return t.lastValues
+	}
+	if out.state != nil && out.state.Checkpoint != nil && out.state.Values != nil {
+		return marshalOutput(out.state.Values)
+	}
+	return json.RawMessage(`{}`)
+}
+
+// graphStore returns the Store handed to graphs, if the server has one.
+func (s *Server) graphStore() Store {
+	if h, ok := any(s).(interface{ Store() Store }); ok {
+		return h.Store()
+	}
+	return nil
+}
+
+// asObject reads a JSON object held as Object or map[string]any.
+func asObject(v any) (Object, bool) {
+	switch m := v.(type) {
+	case Object:
+		return m, true
+	case map[string]any:
+		return Object(m), true
+	}
+	return nil, false
+}
+
+func cmp0(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

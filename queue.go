@@ -1,0 +1,246 @@
+package graphserver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of the run queue options.
+const (
+	WorkersDefault            = 64
+	LeaseDurationDefault      = 30 * time.Second
+	MaxAttemptsDefault        = 3
+	MaxRunTimeDefault         = time.Hour
+	ResumableStreamTTLDefault = 10 * time.Minute
+	PollIntervalDefault       = time.Second
+)
+
+// endedLogGrace is how long the event log of a finished run that is not
+// resumable stays, so that a join racing the end still sees it.
+const endedLogGrace = 30 * time.Second
+
+// Cancellation causes of a run's context.
+var (
+	errCancelInterrupt = errors.New("run cancelled (interrupt)")
+	errCancelRollback  = errors.New("run cancelled (rollback)")
+	errLeaseLost       = errors.New("run lease lost")
+	errRunTimeout      = errors.New("run exceeded the maximum run time")
+)
+
+// runQueue is the run machinery of a Server: the worker pool that claims and
+// executes runs, the lease sweeper, the event logs and the webhook sender.
+type runQueue struct {
+	s       *Server
+	storage RunStorage // nil when the driver has no runs
+
+	owner            string
+	workers          int
+	lease            time.Duration
+	maxAttempts      int
+	maxRunTime       time.Duration
+	resumableTTL     time.Duration
+	pollInterval     time.Duration
+	defaultMultitask string
+
+	logs  logRegistry
+	hooks *webhooks
+
+	wake      chan struct{} // capacity 1: a run may be claimable
+	drain     chan struct{} // closed when the server begins draining
+	drainOnce sync.Once
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // runs executing here
+}
+
+func newRunQueue(s *Server, opts Options) *runQueue {
+	rs, _ := opts.Storage.(RunStorage)
+	q := &runQueue{
+		s:                s,
+		storage:          rs,
+		owner:            uuid.NewString(),
+		workers:          cmp.Or(opts.Workers, WorkersDefault),
+		lease:            cmp.Or(opts.LeaseDuration, LeaseDurationDefault),
+		maxAttempts:      cmp.Or(opts.MaxAttempts, MaxAttemptsDefault),
+		maxRunTime:       cmp.Or(opts.MaxRunTime, MaxRunTimeDefault),
+		resumableTTL:     cmp.Or(opts.ResumableStreamTTL, ResumableStreamTTLDefault),
+		pollInterval:     cmp.Or(opts.PollInterval, PollIntervalDefault),
+		defaultMultitask: cmp.Or(opts.DefaultMultitaskStrategy, MultitaskEnqueue),
+		logs:             logRegistry{logs: map[string]*eventLog{}},
+		wake:             make(chan struct{}, 1),
+		drain:            make(chan struct{}),
+		running:          map[string]context.CancelCauseFunc{},
+	}
+	q.hooks = newWebhooks(q, opts.Webhooks)
+	return q
+}
+
+// validateQueueOptions names the first bad run option.
+func validateQueueOptions(opts Options) error {
+	switch {
+	case opts.Workers < 0:
+		return Errorf(EINVALID, "Options.Workers must be 0 (default) or more.")
+	case opts.LeaseDuration < 0, opts.MaxRunTime < 0, opts.ResumableStreamTTL < 0, opts.PollInterval < 0:
+		return Errorf(EINVALID, "Options durations must be 0 (default) or more.")
+	case opts.MaxAttempts < 0:
+		return Errorf(EINVALID, "Options.MaxAttempts must be 0 (default) or more.")
+	case opts.DefaultMultitaskStrategy != "" && !containsString(MultitaskStrategies, opts.DefaultMultitaskStrategy):
+		return Errorf(EINVALID, "Options.DefaultMultitaskStrategy must be reject, interrupt, rollback or enqueue.")
+	}
+	return validateWebhookOptions(opts.Webhooks)
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// tasks lists the queue's background loops.
+func (q *runQueue) tasks() []func(ctx context.Context) {
+	if q.storage == nil {
+		return nil
+	}
+	return []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop}
+}
+
+// beginDrain stops claiming new runs and webhooks.
+func (q *runQueue) beginDrain() {
+	q.drainOnce.Do(func() { close(q.drain) })
+}
+
+// signal wakes the dispatcher: a run may be claimable.
+func (q *runQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// signalAt wakes the dispatcher at t (for runs delayed by after_seconds).
+func (q *runQueue) signalAt(t time.Time) {
+	time.AfterFunc(time.Until(t)+time.Millisecond, q.signal)
+}
+
+// logTTL is how long a finished run's log stays.
+func (q *runQueue) logTTL(l *eventLog) time.Duration {
+	if l.resumable {
+		return q.resumableTTL
+	}
+	return endedLogGrace
+}
+
+// cancelLocal stops a run executing in this process.
+func (q *runQueue) cancelLocal(runID, action string) {
+	q.mu.Lock()
+	cancel := q.running[runID]
+	q.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	if action == CancelRollback {
+		cancel(errCancelRollback)
+	} else {
+		cancel(errCancelInterrupt)
+	}
+}
+
+// dispatch claims runs while a worker slot is free and runs each in its own
+// goroutine, until the server drains. It wakes on signal (a run was created
+// or finished) and every poll interval (delayed runs, other processes).
+func (q *runQueue) dispatch(ctx context.Context) {
+	s := q.s
+	slots := make(chan struct{}, q.workers)
+	timer := time.NewTimer(q.pollInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-q.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-q.drain:
+			return
+		default:
+		}
+		now := s.clock()
+		qr, err := q.storage.ClaimRun(ctx, q.owner, now, now.Add(q.lease))
+		if err != nil && ctx.Err() == nil {
+			s.logger.Error("claim run", "err", err)
+		}
+		if qr != nil {
+			s.wg.Go(func() {
+				defer func() { <-slots }()
+				q.execute(qr)
+			})
+			continue
+		}
+		<-slots
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(q.pollInterval)
+		select {
+		case <-q.wake:
+		case <-timer.C:
+		case <-q.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// maintain sweeps expired leases and drops expired event logs until the
+// server drains.
+func (q *runQueue) maintain(ctx context.Context) {
+	s := q.s
+	every := min(q.lease/2, time.Second)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	sweepEvery := max(q.lease/2, every)
+	var lastSweep time.Time
+	for {
+		now := s.clock()
+		if now.Sub(lastSweep) >= sweepEvery {
+			lastSweep = now
+			swept, err := q.storage.SweepRuns(ctx, now, q.maxAttempts)
+			if err != nil && ctx.Err() == nil {
+				s.logger.Error("sweep runs", "err", err)
+			}
+			for _, r := range swept {
+				s.logger.Warn("recovered run with expired lease", "run_id", r.RunID, "status", r.Status)
+				if r.Status != RunPending {
+					if l := q.logs.get(r.RunID); l != nil {
+						l.finish(r.Status, nil, now.Add(q.logTTL(l)))
+					}
+				}
+			}
+			if len(swept) > 0 {
+				q.signal()
+			}
+		}
+		q.logs.prune(now)
+		select {
+		case <-tick.C:
+		case <-q.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}

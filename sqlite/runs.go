@@ -1,0 +1,595 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/graphserver/graphserver"
+)
+
+var _ graphserver.RunStorage = (*DB)(nil)
+
+// runRow is a runs row.
+type runRow struct {
+	RunID             string `db:"run_id"`
+	ThreadID          string `db:"thread_id"`
+	AssistantID       string `db:"assistant_id"`
+	CreatedAt         string `db:"created_at"`
+	UpdatedAt         string `db:"updated_at"`
+	Status            string `db:"status"`
+	Metadata          string `db:"metadata"`
+	MultitaskStrategy string `db:"multitask_strategy"`
+	Kwargs            string `db:"kwargs"`
+}
+
+const runColumns = `run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, multitask_strategy, kwargs`
+
+// runColumnsR is runColumns qualified with the alias r.
+const runColumnsR = `r.run_id, r.thread_id, r.assistant_id, r.created_at, r.updated_at, r.status, r.metadata,
+	r.multitask_strategy, r.kwargs`
+
+func (r *runRow) run() (*graphserver.Run, error) {
+	run := &graphserver.Run{RunID: r.RunID, ThreadID: r.ThreadID, AssistantID: r.AssistantID, Status: r.Status,
+		MultitaskStrategy: r.MultitaskStrategy}
+	var err error
+	if run.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	if run.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if run.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(r.Kwargs), &run.Kwargs); err != nil {
+		return nil, fmt.Errorf("decode stored run kwargs: %w", err)
+	}
+	return run, nil
+}
+
+func runNotFound(id string) error {
+	return graphserver.Errorf(graphserver.ENOTFOUND, "Run with ID %s not found", id)
+}
+
+// isActive reports whether a run status is pending or running.
+func isActive(status string) bool {
+	return status == graphserver.RunPending || status == graphserver.RunRunning
+}
+
+// CreateRun implements graphserver.RunStorage.
+func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserver.RunInsert) ([]graphserver.CancelledRun, error) {
+	if opts == nil {
+		opts = &graphserver.RunInsert{}
+	}
+	metadata, err := marshalObject(r.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	kwargs, err := marshalJSON(r.Kwargs)
+	if err != nil {
+		return nil, err
+	}
+	threadMeta, err := marshalObject(opts.ThreadMetadata)
+	if err != nil {
+		return nil, err
+	}
+	var threadCfg sql.NullString
+	if opts.ThreadConfig != nil {
+		c, err := marshalObject(opts.ThreadConfig)
+		if err != nil {
+			return nil, err
+		}
+		threadCfg = sql.NullString{String: c, Valid: true}
+	}
+	var cancelled []graphserver.CancelledRun
+	err = db.write(ctx, func(tx *sqlx.Tx) error {
+		now := formatTime(r.UpdatedAt)
+		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+			if opts.CreateThread == nil {
+				return err
+			}
+			if err := insertThread(ctx, tx, opts.CreateThread); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		var active []activeRun
+		if err := tx.SelectContext(ctx, &active, `SELECT run_id, thread_id, status FROM runs
+			WHERE thread_id = ? AND status IN ('pending', 'running')`, r.ThreadID); err != nil {
+			return fmt.Errorf("list active runs: %w", err)
+		}
+		if len(active) > 0 {
+			switch r.MultitaskStrategy {
+			case graphserver.MultitaskReject:
+				return graphserver.Errorf(graphserver.ECONFLICT, graphserver.MultitaskRejectMessage)
+			case graphserver.MultitaskInterrupt, graphserver.MultitaskRollback:
+				action := graphserver.CancelInterrupt
+				if r.MultitaskStrategy == graphserver.MultitaskRollback {
+					action = graphserver.CancelRollback
+				}
+				for _, a := range active {
+					c, err := cancelRun(ctx, tx, a, action, now)
+					if err != nil {
+						return err
+					}
+					cancelled = append(cancelled, c)
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
+			r.RunID, r.ThreadID, r.AssistantID, formatTime(r.CreatedAt), now, graphserver.RunPending, metadata,
+			r.MultitaskStrategy, kwargs); err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'busy', metadata = json_patch(metadata, ?),
+			config = coalesce(?, config), updated_at = ? WHERE thread_id = ?`,
+			threadMeta, threadCfg, now, r.ThreadID); err != nil {
+			return fmt.Errorf("mark thread busy: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cancelled, nil
+}
+
+// insertThread inserts a new thread row inside tx.
+func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread) error {
+	metadata, err := marshalObject(t.Metadata)
+	if err != nil {
+		return err
+	}
+	config, err := marshalObject(t.Config)
+	if err != nil {
+		return err
+	}
+	tctx, err := marshalObject(t.Context)
+	if err != nil {
+		return err
+	}
+	values, err := nullRaw(t.Values)
+	if err != nil {
+		return err
+	}
+	ts := formatTime(t.CreatedAt)
+	_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, created_at, updated_at, state_updated_at, metadata,
+		config, context, status, state_values, interrupts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')`,
+		t.ThreadID, ts, ts, ts, metadata, config, tctx, cmpOr(t.Status, graphserver.ThreadIdle), values)
+	if isConstraint(err) {
+		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
+	} else if err != nil {
+		return fmt.Errorf("insert thread: %w", err)
+	}
+	return nil
+}
+
+// activeRun is a pending or running run.
+type activeRun struct {
+	RunID    string `db:"run_id"`
+	ThreadID string `db:"thread_id"`
+	Status   string `db:"status"`
+}
+
+// cancelRun cancels one active run inside tx: a pending run is interrupted
+// or deleted at once, a running one gets the action recorded.
+func cancelRun(ctx context.Context, tx *sqlx.Tx, a activeRun, action, now string) (graphserver.CancelledRun, error) {
+	c := graphserver.CancelledRun{RunID: a.RunID, ThreadID: a.ThreadID, Action: action}
+	var err error
+	switch {
+	case a.Status == graphserver.RunRunning:
+		c.Status = graphserver.RunRunning
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`, action, now, a.RunID)
+	case action == graphserver.CancelRollback:
+		c.Status = ""
+		_, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE run_id = ?`, a.RunID)
+	default:
+		c.Status = graphserver.RunInterrupted
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?`, now, a.RunID)
+	}
+	if err != nil {
+		return c, fmt.Errorf("cancel run %s: %w", a.RunID, err)
+	}
+	return c, nil
+}
+
+// settleThread sets a busy thread with no active run left to idle.
+func settleThread(ctx context.Context, tx *sqlx.Tx, threadID, now string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'idle', updated_at = ? WHERE thread_id = ? AND status = 'busy'
+		AND NOT EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running'))`, now, threadID, threadID)
+	if err != nil {
+		return fmt.Errorf("settle thread %s: %w", threadID, err)
+	}
+	return nil
+}
+
+// GetRun implements graphserver.RunStorage.
+func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) (*graphserver.Run, error) {
+	var w where
+	w.add("r.run_id = ?", runID)
+	if threadID != "" {
+		w.add("r.thread_id = ?", threadID)
+	}
+	if err := w.filter("t.metadata", filter); err != nil {
+		return nil, err
+	}
+	var r runRow
+	err := db.reader.GetContext(ctx, &r, `SELECT `+runColumnsR+` FROM runs AS r JOIN threads AS t ON t.thread_id = r.thread_id`+w.String(), w.args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, runNotFound(runID)
+	} else if err != nil {
+		return nil, translate(fmt.Errorf("get run %s: %w", runID, err))
+	}
+	return r.run()
+}
+
+// ListRuns implements graphserver.RunStorage.
+func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunSearch) ([]*graphserver.Run, error) {
+	var out []*graphserver.Run
+	err := db.read(ctx, func(tx *sqlx.Tx) error {
+		if _, err := getThread(ctx, tx, threadID, s.Filter); err != nil {
+			return err
+		}
+		var w where
+		w.add("thread_id = ?", threadID)
+		if s.Status != "" {
+			w.add("status = ?", s.Status)
+		}
+		limit := s.Limit
+		if limit <= 0 {
+			limit = 10
+		}
+		var rows []runRow
+		if err := tx.SelectContext(ctx, &rows, `SELECT `+runColumns+` FROM runs`+w.String()+
+			` ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?`, append(w.args, limit, max(s.Offset, 0))...); err != nil {
+			return fmt.Errorf("list runs: %w", err)
+		}
+		out = make([]*graphserver.Run, 0, len(rows))
+		for i := range rows {
+			run, err := rows[i].run()
+			if err != nil {
+				return err
+			}
+			out = append(out, run)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteRun implements graphserver.RunStorage.
+func (db *DB) DeleteRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) error {
+	return db.write(ctx, func(tx *sqlx.Tx) error {
+		var w where
+		w.add("r.run_id = ?", runID)
+		if threadID != "" {
+			w.add("r.thread_id = ?", threadID)
+		}
+		if err := w.filter("t.metadata", filter); err != nil {
+			return err
+		}
+		var a activeRun
+		err := tx.GetContext(ctx, &a, `SELECT r.run_id, r.thread_id, r.status FROM runs AS r
+			JOIN threads AS t ON t.thread_id = r.thread_id`+w.String(), w.args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return runNotFound(runID)
+		} else if err != nil {
+			return fmt.Errorf("get run %s: %w", runID, err)
+		}
+		if isActive(a.Status) {
+			return graphserver.Errorf(graphserver.ECONFLICT, "Run %s is %s; cancel it before deleting it.", runID, a.Status)
+		}
+		return deleteRunTx(ctx, tx, a.ThreadID, runID)
+	})
+}
+
+// deleteRunTx deletes a run with the checkpoints it wrote.
+func deleteRunTx(ctx context.Context, tx *sqlx.Tx, threadID, runID string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE thread_id = ? AND (checkpoint_ns, checkpoint_id) IN
+		(SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? AND run_id = ?)`,
+		threadID, threadID, runID); err != nil {
+		return fmt.Errorf("delete run writes: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`, threadID, runID)
+	if err != nil {
+		return fmt.Errorf("delete run checkpoints: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE run_id = ?`, runID); err != nil {
+		return fmt.Errorf("delete run: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return gcBlobs(ctx, tx, threadID)
+	}
+	return nil
+}
+
+// CancelRuns implements graphserver.RunStorage.
+func (db *DB) CancelRuns(ctx context.Context, sel *graphserver.RunCancelSelect, action string, now time.Time, filter graphserver.Filter) ([]graphserver.CancelledRun, error) {
+	var out []graphserver.CancelledRun
+	err := db.write(ctx, func(tx *sqlx.Tx) error {
+		ts := formatTime(now)
+		var w where
+		switch {
+		case len(sel.RunIDs) > 0:
+			w.add("r.thread_id = ?", sel.ThreadID)
+			w.add("r.run_id IN (?"+strings.Repeat(", ?", len(sel.RunIDs)-1)+")", anys(sel.RunIDs)...)
+		case sel.Status == "all":
+			w.add("r.status IN ('pending', 'running')")
+		default:
+			w.add("r.status = ?", sel.Status)
+		}
+		if err := w.filter("t.metadata", filter); err != nil {
+			return err
+		}
+		var rows []activeRun
+		if err := tx.SelectContext(ctx, &rows, `SELECT r.run_id, r.thread_id, r.status FROM runs AS r
+			JOIN threads AS t ON t.thread_id = r.thread_id`+w.String(), w.args...); err != nil {
+			return fmt.Errorf("select runs to cancel: %w", err)
+		}
+		if len(sel.RunIDs) > 0 && len(rows) < len(uniq(sel.RunIDs)) {
+			return graphserver.Errorf(graphserver.ENOTFOUND, "Some runs were not found.")
+		}
+		threads := map[string]bool{}
+		for _, a := range rows {
+			if !isActive(a.Status) {
+				continue
+			}
+			c, err := cancelRun(ctx, tx, a, action, ts)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+			if c.Status != graphserver.RunRunning {
+				threads[a.ThreadID] = true
+			}
+		}
+		for id := range threads {
+			if err := settleThread(ctx, tx, id, ts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func uniq(ss []string) map[string]bool {
+	m := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		m[s] = true
+	}
+	return m
+}
+
+// claimQuery takes the oldest eligible pending run in one statement.
+const claimQuery = `UPDATE runs SET status = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
+	updated_at = ?, cancel_action = NULL
+WHERE run_id = (
+	SELECT p.run_id FROM runs AS p
+	WHERE p.status = 'pending' AND p.created_at <= ?
+		AND NOT EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = p.thread_id AND o.status = 'running')
+	ORDER BY p.created_at, p.run_id
+	LIMIT 1)
+RETURNING ` + runColumns + `, attempt`
+
+// ClaimRun implements graphserver.RunStorage.
+func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*graphserver.QueuedRun, error) {
+	var row struct {
+		runRow
+		Attempt int `db:"attempt"`
+	}
+	ts := formatTime(now)
+	err := db.writer.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), ts, ts).StructScan(&row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, translate(fmt.Errorf("claim run: %w", err))
+	}
+	run, err := row.run()
+	if err != nil {
+		return nil, err
+	}
+	return &graphserver.QueuedRun{Run: run, Attempt: row.Attempt}, nil
+}
+
+// RenewRunLease implements graphserver.RunStorage.
+func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil time.Time) (string, error) {
+	var action sql.NullString
+	err := db.writer.GetContext(ctx, &action, `UPDATE runs SET lease_expires_at = ?
+		WHERE run_id = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_action`, formatTime(leaseUntil), runID, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", runNotFound(runID)
+	} else if err != nil {
+		return "", translate(fmt.Errorf("renew lease of run %s: %w", runID, err))
+	}
+	return action.String, nil
+}
+
+// ReleaseRun implements graphserver.RunStorage.
+func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error {
+	res, err := db.writer.ExecContext(ctx, `UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+		updated_at = ? WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, formatTime(now), runID, owner)
+	if err != nil {
+		return translate(fmt.Errorf("release run %s: %w", runID, err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return runNotFound(runID)
+	}
+	return nil
+}
+
+// FinishRun implements graphserver.RunStorage.
+func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
+	var sum struct {
+		values, errv sql.NullString
+		interrupts   string
+	}
+	keepValues := true
+	if f.Summary != nil {
+		var err error
+		if sum.values, err = nullRaw(f.Summary.Values); err != nil {
+			return err
+		}
+		if sum.errv, err = nullRaw(f.Summary.Error); err != nil {
+			return err
+		}
+		if sum.interrupts, err = marshalJSON(cmpOrEmpty(f.Summary.Interrupts)); err != nil {
+			return err
+		}
+		keepValues = len(f.Summary.Values) == 0
+	}
+	var webhook []any
+	if d := f.Webhook; d != nil {
+		webhook = []any{d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(f.Now)}
+	}
+	return db.write(ctx, func(tx *sqlx.Tx) error {
+		ts := formatTime(f.Now)
+		var threadID string
+		err := tx.GetContext(ctx, &threadID, `SELECT thread_id FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running'`,
+			f.RunID, f.Owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return runNotFound(f.RunID)
+		} else if err != nil {
+			return fmt.Errorf("finish run %s: %w", f.RunID, err)
+		}
+		if f.Delete {
+			if err := deleteRunTx(ctx, tx, threadID, f.RunID); err != nil {
+				return err
+			}
+		} else if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
+			lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
+			return fmt.Errorf("finish run %s: %w", f.RunID, err)
+		}
+		switch {
+		case f.DeleteThread:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE thread_id = ?`, threadID); err != nil {
+				return fmt.Errorf("delete temporary thread %s: %w", threadID, err)
+			}
+		case f.Summary != nil:
+			if err := writeSummary(ctx, tx, threadID, cmpOr(f.Summary.Status, graphserver.ThreadIdle), keepValues,
+				sum.values, sum.interrupts, sum.errv, f.Now); err != nil {
+				return err
+			}
+		default:
+			if err := settleThread(ctx, tx, threadID, ts); err != nil {
+				return err
+			}
+		}
+		if webhook != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, webhook...); err != nil {
+				return fmt.Errorf("queue webhook: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeSummary writes a thread's summary after a run; the status is busy
+// while other runs of the thread are pending or running.
+func writeSummary(ctx context.Context, tx *sqlx.Tx, threadID, status string, keepValues bool, values sql.NullString,
+	interrupts string, errv sql.NullString, now time.Time) error {
+	var minutes sql.NullFloat64
+	if err := tx.GetContext(ctx, &minutes, `SELECT ttl_minutes FROM threads WHERE thread_id = ?`, threadID); errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("write thread summary: %w", err)
+	}
+	var exp sql.NullString
+	if minutes.Valid {
+		e := expiry(now, minutes.Float64)
+		exp = nullTime(&e)
+	}
+	ts := formatTime(now)
+	q := `UPDATE threads SET
+		status = CASE WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')) THEN 'busy' ELSE ? END,
+		error = ?, updated_at = ?, state_updated_at = ?, ttl_expires_at = coalesce(?, ttl_expires_at)`
+	args := []any{threadID, status, errv, ts, ts, exp}
+	if !keepValues {
+		q += `, state_values = ?, interrupts = ?`
+		args = append(args, values, interrupts)
+	}
+	q += ` WHERE thread_id = ?`
+	args = append(args, threadID)
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("write thread summary: %w", err)
+	}
+	return nil
+}
+
+// maxAttemptsError is the thread error of a run that ran out of attempts.
+const maxAttemptsError = `{"error":"MaxAttemptsExceeded","message":"The run was interrupted too many times (its worker stopped without finishing it)."}`
+
+// SweepRuns implements graphserver.RunStorage.
+func (db *DB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]graphserver.SweptRun, error) {
+	var out []graphserver.SweptRun
+	err := db.write(ctx, func(tx *sqlx.Tx) error {
+		ts := formatTime(now)
+		var rows []struct {
+			RunID    string         `db:"run_id"`
+			ThreadID string         `db:"thread_id"`
+			Attempt  int            `db:"attempt"`
+			Cancel   sql.NullString `db:"cancel_action"`
+		}
+		if err := tx.SelectContext(ctx, &rows, `SELECT run_id, thread_id, attempt, cancel_action FROM runs
+			WHERE status = 'running' AND lease_expires_at < ?`, ts); err != nil {
+			return fmt.Errorf("select expired runs: %w", err)
+		}
+		for _, r := range rows {
+			sw := graphserver.SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
+			switch {
+			case r.Cancel.String == graphserver.CancelRollback:
+				if err := deleteRunTx(ctx, tx, r.ThreadID, r.RunID); err != nil {
+					return err
+				}
+				if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
+					return err
+				}
+			case r.Cancel.String == graphserver.CancelInterrupt:
+				sw.Status = graphserver.RunInterrupted
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ?, lease_owner = NULL,
+					lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+					return fmt.Errorf("sweep run %s: %w", r.RunID, err)
+				}
+				if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
+					return err
+				}
+			case r.Attempt >= maxAttempts:
+				sw.Status = graphserver.RunError
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', updated_at = ?, lease_owner = NULL,
+					lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+					return fmt.Errorf("sweep run %s: %w", r.RunID, err)
+				}
+				if err := writeSummary(ctx, tx, r.ThreadID, graphserver.ThreadError, true, sql.NullString{}, "",
+					sql.NullString{String: maxAttemptsError, Valid: true}, now); err != nil {
+					return err
+				}
+			default:
+				sw.Status = graphserver.RunPending
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', updated_at = ?, lease_owner = NULL,
+					lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+					return fmt.Errorf("sweep run %s: %w", r.RunID, err)
+				}
+			}
+			out = append(out, sw)
+		}
+		return nil
+	})
+	return out, err
+}

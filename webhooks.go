@@ -1,0 +1,301 @@
+package graphserver
+
+import (
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// WebhookSender delivers one webhook: an HTTP POST of body with the given
+// headers to url. It returns the response status, or an error when no
+// response arrived (network failure, time-out). httpapi.WebhookSender is the
+// net/http implementation (connect time-out 5 s, request time-out 30 s).
+type WebhookSender interface {
+	Send(ctx context.Context, url string, body []byte, headers map[string]string) (status int, err error)
+}
+
+// WebhookOptions configures webhook delivery. The zero value has no sender:
+// runs asking for a webhook are then refused with EINVALID.
+type WebhookOptions struct {
+	// Sender posts deliveries. Nil disables webhooks.
+	Sender WebhookSender
+	// Secret, when set, signs each delivery: the SignatureHeader header holds
+	// "sha256=" + hex(HMAC-SHA256(Secret, body)).
+	Secret string
+	// SignatureHeader names the signature header. Default
+	// "X-Webhook-Signature".
+	SignatureHeader string
+	// Policy restricts the URLs runs may give.
+	Policy WebhookPolicy
+	// MaxAttempts bounds the attempts per delivery. Default 5.
+	MaxAttempts int
+	// Backoff is the delay before the first retry; each retry doubles it,
+	// with ±50% jitter. Default 1 s.
+	Backoff time.Duration
+}
+
+// WebhookPolicy restricts webhook URLs; a run whose webhook breaks it is
+// refused with EINVALID (422). The zero value accepts any absolute http or
+// https URL.
+type WebhookPolicy struct {
+	// HTTPSOnly refuses http URLs.
+	HTTPSOnly bool
+	// AllowedHosts, when non-empty, lists the only host names allowed
+	// ("example.com", or "*.example.com" for subdomains).
+	AllowedHosts []string
+	// BlockPrivate refuses hosts that are, or resolve to, loopback, private,
+	// link-local, unspecified or cloud metadata addresses.
+	BlockPrivate bool
+	// MaxURLLength bounds the URL length. Default 4096.
+	MaxURLLength int
+}
+
+// Webhook option defaults.
+const (
+	WebhookMaxAttemptsDefault = 5
+	WebhookBackoffDefault     = time.Second
+	webhookLease              = time.Minute
+	webhookParallel           = 8
+)
+
+func validateWebhookOptions(o WebhookOptions) error {
+	if o.MaxAttempts < 0 || o.Backoff < 0 || o.Policy.MaxURLLength < 0 {
+		return Errorf(EINVALID, "Options.Webhooks values must be 0 (default) or more.")
+	}
+	return nil
+}
+
+// check validates a webhook URL against the policy.
+func (p WebhookPolicy) check(ctx context.Context, raw string) error {
+	if len(raw) > cmp.Or(p.MaxURLLength, 4096) {
+		return Errorf(EINVALID, "webhook URL is too long.")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return Errorf(EINVALID, "webhook must be an absolute http or https URL.")
+	}
+	if p.HTTPSOnly && u.Scheme != "https" {
+		return Errorf(EINVALID, "webhook must use https.")
+	}
+	host := strings.ToLower(u.Hostname())
+	if len(p.AllowedHosts) > 0 && !hostAllowed(host, p.AllowedHosts) {
+		return Errorf(EINVALID, "webhook host %s is not allowed.", host)
+	}
+	if !p.BlockPrivate {
+		return nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || host == "metadata.google.internal" {
+		return Errorf(EINVALID, "webhook host %s is not allowed.", host)
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return Errorf(EINVALID, "webhook host %s does not resolve.", host)
+		}
+	}
+	for _, a := range addrs {
+		if BlockedWebhookAddr(a) {
+			return Errorf(EINVALID, "webhook host %s resolves to a private address.", host)
+		}
+	}
+	return nil
+}
+
+// metadataAddrs are cloud metadata endpoints.
+var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
+
+// BlockedWebhookAddr reports whether a webhook may not target a: loopback,
+// private, link-local, unspecified, multicast or cloud metadata addresses.
+// Senders use it at dial time so that DNS cannot rebind past the policy.
+func BlockedWebhookAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, m := range metadataAddrs {
+		if a == m {
+			return true
+		}
+	}
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast()
+}
+
+func hostAllowed(host string, allowed []string) bool {
+	for _, h := range allowed {
+		h = strings.ToLower(h)
+		if h == host || (strings.HasPrefix(h, "*.") && strings.HasSuffix(host, h[1:])) {
+			return true
+		}
+	}
+	return false
+}
+
+// webhooks sends the outbox.
+type webhooks struct {
+	q      *runQueue
+	opts   WebhookOptions
+	policy webhookPolicyCheck
+	wake   chan struct{}
+}
+
+// webhookPolicyCheck validates webhook URLs at run creation.
+type webhookPolicyCheck struct {
+	enabled bool
+	policy  WebhookPolicy
+}
+
+func (c webhookPolicyCheck) check(ctx context.Context, raw string) error {
+	if !c.enabled {
+		return Errorf(EINVALID, "Webhooks are not enabled on this server.")
+	}
+	return c.policy.check(ctx, raw)
+}
+
+func newWebhooks(q *runQueue, o WebhookOptions) *webhooks {
+	o.SignatureHeader = cmp.Or(o.SignatureHeader, "X-Webhook-Signature")
+	o.MaxAttempts = cmp.Or(o.MaxAttempts, WebhookMaxAttemptsDefault)
+	o.Backoff = cmp.Or(o.Backoff, WebhookBackoffDefault)
+	return &webhooks{q: q, opts: o, policy: webhookPolicyCheck{enabled: o.Sender != nil, policy: o.Policy}, wake: make(chan struct{}, 1)}
+}
+
+func (w *webhooks) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// delivery builds the outbox entry of a finished run (§6): the run record
+// with its final status, plus run_started_at, run_ended_at, values and error.
+func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.Time, errJSON json.RawMessage) *WebhookDelivery {
+	r := *run
+	r.Status = out.status
+	if out.rollback {
+		r.Status = RunInterrupted
+	}
+	r.UpdatedAt = endedAt
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(b, &body) != nil {
+		return nil
+	}
+	body["run_started_at"] = marshalOutput(startedAt)
+	body["run_ended_at"] = marshalOutput(endedAt)
+	values := json.RawMessage("null")
+	if out.state != nil && out.state.Checkpoint != nil && out.state.Values != nil {
+		values = marshalOutput(out.state.Values)
+	} else if out.tracker != nil && out.tracker.lastValues != nil {
+		values = out.tracker.lastValues
+	}
+	body["values"] = values
+	if errJSON != nil {
+		body["error"] = marshalOutput(errorMessage(out.err))
+	}
+	return &WebhookDelivery{ID: uuid.NewString(), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
+}
+
+// loop sends due deliveries until the server drains.
+func (w *webhooks) loop(ctx context.Context) {
+	q := w.q
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	sem := make(chan struct{}, webhookParallel)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+		case <-w.wake:
+		case <-q.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+		if w.opts.Sender != nil {
+			now := q.s.clock()
+			ds, err := q.storage.ClaimWebhooks(ctx, now, now.Add(webhookLease), webhookParallel*4)
+			if err != nil && ctx.Err() == nil {
+				q.s.logger.Error("claim webhooks", "err", err)
+			}
+			for _, d := range ds {
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				inflight.Go(func() {
+					defer func() { <-sem }()
+					w.send(ctx, d)
+				})
+			}
+			if len(ds) == webhookParallel*4 {
+				w.signal()
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(min(q.pollInterval, w.opts.Backoff))
+	}
+}
+
+// send makes one attempt and records it.
+func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
+	q := w.q
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(d.Body, &body); err != nil {
+		_ = q.storage.UpdateWebhook(context.WithoutCancel(ctx), d.ID, d.Attempts+1, true, time.Time{}, "bad body")
+		return
+	}
+	body["webhook_sent_at"] = marshalOutput(q.s.clock())
+	payload := marshalOutput(body)
+	headers := map[string]string{"Content-Type": "application/json"}
+	if w.opts.Secret != "" {
+		mac := hmac.New(sha256.New, []byte(w.opts.Secret))
+		mac.Write(payload)
+		headers[w.opts.SignatureHeader] = "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	status, err := w.opts.Sender.Send(sendCtx, d.URL, payload, headers)
+	cancel()
+	attempts := d.Attempts + 1
+	retry := err != nil || status == 429 || status >= 500
+	lastErr := ""
+	if err != nil {
+		lastErr = err.Error()
+	} else if status >= 300 {
+		lastErr = "status " + itoa(status)
+	}
+	done := !retry || attempts >= w.opts.MaxAttempts
+	if done && retry {
+		q.s.logger.Warn("webhook delivery failed", "run_id", d.RunID, "url", d.URL, "attempts", attempts, "err", lastErr)
+	}
+	delay := time.Duration(float64(w.opts.Backoff) * float64(int(1)<<min(attempts-1, 20)) * (0.5 + rand.Float64()))
+	if err := q.storage.UpdateWebhook(context.WithoutCancel(ctx), d.ID, attempts, done, q.s.clock().Add(delay), lastErr); err != nil {
+		q.s.logger.Error("record webhook attempt", "run_id", d.RunID, "err", err)
+	}
+	if !done {
+		time.AfterFunc(delay, w.signal)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
