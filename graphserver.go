@@ -195,11 +195,13 @@ func (s *Server) isClosed() bool {
 func (s *Server) backgroundTasks() []func(ctx context.Context) {
 	var tasks []func(ctx context.Context)
 	tasks = append(tasks, s.rq.tasks()...)
+	tasks = append(tasks, s.sweepItems)
 	return tasks
 }
 
 // beginDrain tells background loops to stop taking new work.
 func (s *Server) beginDrain() {
+	s.itemCfg.beginDrain()
 	s.rq.beginDrain()
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -222,6 +223,9 @@ type itemConfig struct {
 	indexFields   []string
 	defaultTTL    time.Duration
 	sweepInterval time.Duration
+
+	drain     chan struct{} // closed by beginDrain: the sweeper stops
+	drainOnce *sync.Once
 }
 
 func newItemConfig(opts Options) itemConfig {
@@ -230,11 +234,20 @@ func newItemConfig(opts Options) itemConfig {
 		indexFields:   slices.Clone(opts.StoreIndexFields),
 		defaultTTL:    opts.StoreDefaultTTL,
 		sweepInterval: cmp.Or(opts.StoreSweepInterval, StoreSweepIntervalDefault),
+		drain:         make(chan struct{}),
+		drainOnce:     new(sync.Once),
 	}
 	if c.indexFields == nil {
 		c.indexFields = []string{storeIndexWholeValue}
 	}
 	return c
+}
+
+// beginDrain stops the sweeper.
+func (c itemConfig) beginDrain() {
+	if c.drainOnce != nil {
+		c.drainOnce.Do(func() { close(c.drain) })
+	}
 }
 
 // itemClock returns the current time in UTC at millisecond precision, the
@@ -785,7 +798,8 @@ func (v serverStore) ListNamespaces(ctx context.Context, opts NamespaceList) ([]
 	return v.s.ListNamespaces(ctx, opts)
 }
 
-// sweepItems deletes expired items every sweep interval until ctx ends.
+// sweepItems deletes expired items every sweep interval until ctx ends or
+// the server begins draining.
 func (s *Server) sweepItems(ctx context.Context) {
 	st := s.storage
 	t := time.NewTicker(s.itemCfg.sweepInterval)
@@ -793,6 +807,8 @@ func (s *Server) sweepItems(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.itemCfg.drain:
 			return
 		case <-t.C:
 		}
