@@ -219,12 +219,12 @@ func exerciseStore(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.NoError(t, err)
 		_, err = b.st.GetItem(b.ctx, ns, "short", at(18*time.Minute), false)
 		require.NoError(t, err)
-		require.Equal(t, []string{"ttl/forever", "ttl/short"}, sorted(keys(search(t, b, graphserver.ItemQuery{Now: at(18 * time.Minute)}))))
+		require.Equal(t, []string{"ttl/forever", "ttl/short"}, storeSorted(keys(search(t, b, graphserver.ItemQuery{Now: at(18 * time.Minute)}))))
 		require.Equal(t, []string{"ttl/forever"}, keys(search(t, b, graphserver.ItemQuery{Now: at(19 * time.Minute)})))
 
 		// A refreshing search at 18m moves it to 28m.
 		search(t, b, graphserver.ItemQuery{Now: at(18 * time.Minute), RefreshTTL: true})
-		require.Equal(t, []string{"ttl/forever", "ttl/short"}, sorted(keys(search(t, b, graphserver.ItemQuery{Now: at(27 * time.Minute)}))))
+		require.Equal(t, []string{"ttl/forever", "ttl/short"}, storeSorted(keys(search(t, b, graphserver.ItemQuery{Now: at(27 * time.Minute)}))))
 
 		// Expired items leave namespace listings too, then the sweep deletes
 		// them.
@@ -343,7 +343,7 @@ func exerciseStore(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	})
 }
 
-func sorted(s []string) []string {
+func storeSorted(s []string) []string {
 	slices.Sort(s)
 	return s
 }
