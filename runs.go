@@ -759,8 +759,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 // runAssistant resolves the assistant of a run: an assistant id, or a
 // registered graph id standing for its system assistant.
 func (s *Server) runAssistant(ctx context.Context, id string) (*Assistant, error) {
-	if _, ok := s.graphs[id]; ok {
-		id = SystemAssistantID(id)
+	id, err := s.resolveAssistantID(id)
+	if err != nil {
+		return nil, err
 	}
 	a, err := s.storage.GetAssistant(ctx, id, nil)
 	if ErrorCode(err) == ENOTFOUND {

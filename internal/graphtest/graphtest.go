@@ -1,0 +1,284 @@
+// Package graphtest holds hand-written graphserver.Graph fakes for testing the
+// run machinery without the graph engine: Echo, Fail, Interrupt, Blocking
+// and Parts. Each keeps its whole state in one channel ("__values__") of one
+// checkpoint per run, written through the run's Checkpointer, so State,
+// rollback and thread summaries behave as with a real engine.
+package graphtest
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/graphserver/graphserver"
+)
+
+const valuesChannel = "__values__"
+
+// body is the engine-owned part of a fake checkpoint.
+type body struct {
+	Next       []string                `json:"next"`
+	Interrupts []graphserver.Interrupt `json:"interrupts,omitempty"`
+}
+
+// base implements every Graph method but Run.
+type base struct{}
+
+// save writes a checkpoint holding values, the next nodes and interrupts.
+func save(ctx context.Context, req *graphserver.GraphRun, values json.RawMessage, next []string, interrupts []graphserver.Interrupt) error {
+	if req.Checkpointer == nil {
+		return nil
+	}
+	var parent string
+	if prev, err := req.Checkpointer.GetCheckpoint(ctx, req.ThreadID, "", ""); err == nil {
+		parent = prev.CheckpointID
+	} else if graphserver.ErrorCode(err) != graphserver.ENOTFOUND {
+		return err
+	}
+	id := uuid.Must(uuid.NewV7()).String()
+	b, _ := json.Marshal(body{Next: next, Interrupts: interrupts})
+	return req.Checkpointer.PutCheckpoint(ctx, &graphserver.CheckpointRecord{
+		ThreadID:           req.ThreadID,
+		CheckpointID:       id,
+		ParentCheckpointID: parent,
+		RunID:              req.RunID,
+		Metadata:           graphserver.Object{"source": "loop", "run_id": req.RunID},
+		ChannelVersions:    map[string]string{valuesChannel: id},
+		Body:               b,
+		NewBlobs:           []graphserver.ChannelBlob{{Channel: valuesChannel, Version: id, Data: values}},
+	})
+}
+
+// previous returns the values of the latest checkpoint, or nil.
+func previous(ctx context.Context, req *graphserver.GraphRun) json.RawMessage {
+	if req.Checkpointer == nil {
+		return nil
+	}
+	cp, err := req.Checkpointer.GetCheckpoint(ctx, req.ThreadID, "", "")
+	if err != nil {
+		return nil
+	}
+	return cp.Values[valuesChannel]
+}
+
+// State reads the checkpoint asked for (the latest by default).
+func (base) State(ctx context.Context, req *graphserver.StateRequest) (*graphserver.ThreadState, error) {
+	if req.Checkpointer == nil {
+		return &graphserver.ThreadState{}, nil
+	}
+	id := ""
+	if req.Checkpoint.CheckpointID != nil {
+		id = *req.Checkpoint.CheckpointID
+	}
+	cp, err := req.Checkpointer.GetCheckpoint(ctx, req.Checkpoint.ThreadID, "", id)
+	if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+		return &graphserver.ThreadState{}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var b body
+	_ = json.Unmarshal(cp.Body, &b)
+	var values any
+	_ = json.Unmarshal(cp.Values[valuesChannel], &values)
+	cpid := cp.CheckpointID
+	st := &graphserver.ThreadState{
+		Values:     values,
+		Next:       b.Next,
+		Checkpoint: &graphserver.Checkpoint{ThreadID: cp.ThreadID, CheckpointID: &cpid},
+		Metadata:   cp.Metadata,
+		Interrupts: b.Interrupts,
+	}
+	if len(b.Next) > 0 {
+		st.Tasks = []graphserver.Task{{ID: "task-" + cpid, Name: b.Next[0], Interrupts: b.Interrupts}}
+	}
+	return st, nil
+}
+
+// History is not supported.
+func (base) History(context.Context, *graphserver.HistoryRequest) ([]*graphserver.ThreadState, error) {
+	return nil, nil
+}
+
+// UpdateState is not supported.
+func (base) UpdateState(context.Context, *graphserver.UpdateStateRequest) (*graphserver.Checkpoint, error) {
+	return nil, graphserver.Errorf(graphserver.EBADREQUEST, "graphtest fakes do not update state")
+}
+
+// Drawing returns an empty drawing.
+func (base) Drawing(context.Context, graphserver.Object, int) (*graphserver.Drawing, error) {
+	return &graphserver.Drawing{}, nil
+}
+
+// Schemas returns no schemas.
+func (base) Schemas(context.Context, graphserver.Object) (*graphserver.GraphSchemas, error) {
+	return &graphserver.GraphSchemas{}, nil
+}
+
+// Subgraphs returns none.
+func (base) Subgraphs(context.Context, graphserver.Object, string, bool) (map[string]*graphserver.GraphSchemas, error) {
+	return map[string]*graphserver.GraphSchemas{}, nil
+}
+
+// input is the run's input, or the previous values when it is null.
+func input(ctx context.Context, req *graphserver.GraphRun) json.RawMessage {
+	if len(req.Input) > 0 && string(req.Input) != "null" {
+		return req.Input
+	}
+	if prev := previous(ctx, req); prev != nil {
+		return prev
+	}
+	return json.RawMessage(`{}`)
+}
+
+// Echo's state becomes its input: it emits one values part and returns.
+type Echo struct{ base }
+
+var _ graphserver.Graph = Echo{}
+
+// Run saves the input as the new state and emits it.
+func (Echo) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	in := input(ctx, req)
+	if req.Command != nil && len(req.Command.Resume) > 0 {
+		in, _ = json.Marshal(map[string]json.RawMessage{"resumed": req.Command.Resume})
+	}
+	if err := save(ctx, req, in, nil, nil); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "updates", Data: mustJSON(map[string]json.RawMessage{"echo": in})})
+	emit(graphserver.StreamPart{Event: "values", Data: in})
+	return nil
+}
+
+// NodeError is the error Fail returns.
+type NodeError struct{ Msg string }
+
+func (e *NodeError) Error() string { return e.Msg }
+
+// ErrorName names the error as Python would.
+func (e *NodeError) ErrorName() string { return "ValueError" }
+
+// Fail emits its input then fails with a ValueError "boom".
+type Fail struct{ base }
+
+var _ graphserver.Graph = Fail{}
+
+// Run emits the input and returns a *NodeError.
+func (Fail) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	emit(graphserver.StreamPart{Event: "values", Data: input(ctx, req)})
+	return &NodeError{Msg: "boom"}
+}
+
+// Interrupt pauses on its first run with an interrupt asking "approve?"
+// (state Next ["review"]), and finishes on a run resuming it with
+// {"answer": <resume value>}.
+type Interrupt struct{ base }
+
+var _ graphserver.Graph = Interrupt{}
+
+// InterruptID is the id of the interrupt Interrupt raises.
+const InterruptID = "interrupt-1"
+
+// Run pauses or finishes.
+func (Interrupt) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	if req.Command != nil && len(req.Command.Resume) > 0 {
+		out := mustJSON(map[string]json.RawMessage{"answer": req.Command.Resume})
+		if err := save(ctx, req, out, nil, nil); err != nil {
+			return err
+		}
+		emit(graphserver.StreamPart{Event: "values", Data: out})
+		return nil
+	}
+	in := input(ctx, req)
+	intr := []graphserver.Interrupt{{Value: map[string]any{"question": "approve?"}, ID: InterruptID}}
+	if err := save(ctx, req, in, []string{"review"}, intr); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: in})
+	chunk := mustJSON(map[string]any{"__interrupt__": intr})
+	emit(graphserver.StreamPart{Event: "updates", Data: chunk})
+	emit(graphserver.StreamPart{Event: "values", Data: chunk})
+	return nil
+}
+
+// Parts emits several parts of several modes, one of them from a subgraph
+// (namespace ["child:1"]), then the final values.
+type Parts struct{ base }
+
+var _ graphserver.Graph = Parts{}
+
+// Run emits custom 0..2, an updates part, a subgraph values part and values.
+func (Parts) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	in := input(ctx, req)
+	for i := range 3 {
+		emit(graphserver.StreamPart{Event: "custom", Data: mustJSON(map[string]int{"i": i})})
+	}
+	emit(graphserver.StreamPart{Event: "updates", Data: mustJSON(map[string]json.RawMessage{"node": in})})
+	emit(graphserver.StreamPart{Event: "values", Namespace: []string{"child:1"}, Data: mustJSON(map[string]string{"sub": "x"})})
+	emit(graphserver.StreamPart{Event: "messages", Data: json.RawMessage(`[{"type":"ai","content":"hi","id":"m1"},{"langgraph_node":"node"}]`)})
+	if err := save(ctx, req, in, nil, nil); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: in})
+	return nil
+}
+
+// Blocking emits its input as values, saves it, then blocks until released
+// (then emits {"done": true} merged as the final values) or until its context
+// ends (then returns the context's cause). Started receives the run id of
+// each run that reached the blocking point. Create it with NewBlocking.
+type Blocking struct {
+	base
+	Started chan string
+
+	mu       sync.Mutex
+	released chan struct{}
+}
+
+var _ graphserver.Graph = (*Blocking)(nil)
+
+// NewBlocking returns a Blocking graph whose Started channel buffers 64 ids.
+func NewBlocking() *Blocking {
+	return &Blocking{Started: make(chan string, 64), released: make(chan struct{})}
+}
+
+// Release lets every blocked and future run finish.
+func (b *Blocking) Release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.released:
+	default:
+		close(b.released)
+	}
+}
+
+// Run blocks as documented on Blocking.
+func (b *Blocking) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	in := input(ctx, req)
+	if err := save(ctx, req, in, []string{"wait"}, nil); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: in})
+	b.Started <- req.RunID
+	select {
+	case <-b.released:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	out := mustJSON(map[string]any{"done": true})
+	if err := save(ctx, req, out, nil, nil); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: out})
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
