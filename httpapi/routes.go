@@ -35,5 +35,12 @@ func (h *handler) routes() []route {
 		{"PATCH /threads/{thread_id}", h.updateThread},
 		{"DELETE /threads/{thread_id}", h.deleteThread},
 		{"POST /threads/{thread_id}/copy", h.copyThread},
+
+		// §2.10 Store
+		{"PUT /store/items", h.putItem},
+		{"GET /store/items", h.getItem},
+		{"DELETE /store/items", h.deleteItem},
+		{"POST /store/items/search", h.searchItems},
+		{"POST /store/namespaces", h.listNamespaces},
 	}
 }

@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/graphserver/graphserver"
+)
+
+// putItem handles PUT /store/items.
+func (h *handler) putItem(w http.ResponseWriter, r *http.Request) error {
+	var body graphserver.ItemPut
+	if err := h.decode(w, r, &body); err != nil {
+		return err
+	}
+	if err := h.srv.PutItem(r.Context(), body); err != nil {
+		return err
+	}
+	return writeNoContent(w)
+}
+
+// getItem handles GET /store/items?namespace=a.b&key=k&refresh_ttl=; a
+// missing item is 200 null.
+func (h *handler) getItem(w http.ResponseWriter, r *http.Request) error {
+	refresh, err := queryBool(r, "refresh_ttl", true)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	it, err := h.srv.GetItem(r.Context(), graphserver.ParseNamespace(q.Get("namespace")), q.Get("key"), &refresh)
+	if err != nil {
+		return err
+	}
+	return h.writeJSON(w, r, http.StatusOK, it)
+}
+
+// deleteItem handles DELETE /store/items (with a JSON body).
+func (h *handler) deleteItem(w http.ResponseWriter, r *http.Request) error {
+	var body graphserver.ItemDelete
+	if err := h.decode(w, r, &body); err != nil {
+		return err
+	}
+	if err := h.srv.DeleteItem(r.Context(), body.Namespace, body.Key); err != nil {
+		return err
+	}
+	return writeNoContent(w)
+}
+
+// searchItems handles POST /store/items/search.
+func (h *handler) searchItems(w http.ResponseWriter, r *http.Request) error {
+	var body graphserver.ItemSearchRequest
+	if err := h.decode(w, r, &body); err != nil {
+		return err
+	}
+	items, err := h.srv.SearchItems(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	return h.writeJSON(w, r, http.StatusOK, map[string]any{"items": items})
+}
+
+// listNamespaces handles POST /store/namespaces.
+func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+	var body graphserver.NamespaceList
+	if err := h.decode(w, r, &body); err != nil {
+		return err
+	}
+	nss, err := h.srv.ListNamespaces(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	return h.writeJSON(w, r, http.StatusOK, map[string]any{"namespaces": nss})
+}
