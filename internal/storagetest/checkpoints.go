@@ -1,0 +1,281 @@
+package storagetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
+)
+
+// exerciseCheckpoints checks graphserver.Checkpointer.
+func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+	t.Helper()
+
+	type bundle struct {
+		st  graphserver.Storage
+		ctx context.Context
+	}
+	setup := func(t *testing.T) *bundle {
+		t.Helper()
+		b := &bundle{st: open(t), ctx: t.Context()}
+		createThread(t, b.st, threadOpts{ID: "t1"})
+		return b
+	}
+
+	t.Run("PutGet", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		in := &graphserver.CheckpointRecord{
+			ThreadID: "t1", CheckpointID: "c1", RunID: "r1", CreatedAt: at(7),
+			Metadata:        graphserver.Metadata{"source": "input", "step": -1.0, "parents": map[string]any{}},
+			ChannelVersions: map[string]string{"a": "v1", "b": "v1", "__start__": "v1"},
+			Body:            json.RawMessage(`{"versions_seen":{"x":{"a":"v1"}}}`),
+			NewBlobs: []graphserver.ChannelBlob{
+				blob("a", "v1", "", `{"k":[1,2]}`), blob("b", "v1", "", `"text"`), blob("__start__", "v1", "", `null`),
+			},
+		}
+		require.NoError(t, b.st.PutCheckpoint(b.ctx, in))
+
+		for _, id := range []string{"c1", ""} {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			require.Equal(t, "t1", got.ThreadID)
+			require.Equal(t, "", got.NS)
+			require.Equal(t, "c1", got.CheckpointID)
+			require.Equal(t, "", got.ParentCheckpointID)
+			require.Equal(t, "r1", got.RunID)
+			require.Equal(t, at(7), got.CreatedAt)
+			require.Equal(t, in.Metadata, got.Metadata)
+			require.Equal(t, in.ChannelVersions, got.ChannelVersions)
+			require.JSONEq(t, string(in.Body), string(got.Body))
+			requireValues(t, map[string]string{"a": `{"k":[1,2]}`, "b": `"text"`, "__start__": `null`}, got.Values)
+			require.Empty(t, got.PendingWrites)
+			require.Empty(t, got.NewBlobs)
+		}
+
+		_, err := b.st.GetCheckpoint(b.ctx, "t1", "", "nope")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.st.GetCheckpoint(b.ctx, "t1", "sub:1", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.st.GetCheckpoint(b.ctx, "missing", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		err = b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "missing", CheckpointID: "c1", CreatedAt: t0})
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
+	t.Run("Latest", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Inserted out of order: the greatest id is the latest.
+		for _, id := range []string{"0002", "0003", "0001"} {
+			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: id, Versions: map[string]string{"x": id},
+				Blobs: []graphserver.ChannelBlob{blob("x", id, "", fmt.Sprintf("%q", id))}})
+		}
+		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "0009"})
+		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "0003", got.CheckpointID)
+		requireValues(t, map[string]string{"x": `"0003"`}, got.Values)
+		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "0001")
+		require.NoError(t, err)
+		requireValues(t, map[string]string{"x": `"0001"`}, got.Values)
+		got, err = b.st.GetCheckpoint(b.ctx, "t1", "sub:1", "")
+		require.NoError(t, err)
+		require.Equal(t, "0009", got.CheckpointID)
+		require.Equal(t, "sub:1", got.NS)
+	})
+
+	t.Run("List", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		for i := 1; i <= 5; i++ {
+			src := "loop"
+			if i == 1 {
+				src = "input"
+			}
+			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: fmt.Sprintf("c%d", i),
+				Metadata: graphserver.Metadata{"source": src, "step": float64(i), "tags": []any{fmt.Sprintf("s%d", i%2)}, "run": map[string]any{"id": "r"}},
+				Versions: map[string]string{"n": fmt.Sprint(i)}, Blobs: []graphserver.ChannelBlob{blob("n", fmt.Sprint(i), "", fmt.Sprint(i))}})
+		}
+		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c9"})
+		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c8"})
+
+		list := func(o graphserver.CheckpointListOptions) []string {
+			t.Helper()
+			got, err := b.st.ListCheckpoints(b.ctx, "t1", o)
+			require.NoError(t, err)
+			return checkpointIDs(got)
+		}
+		require.Equal(t, []string{"c5", "c4", "c3", "c2", "c1"}, list(graphserver.CheckpointListOptions{}))
+		require.Equal(t, []string{"c5", "c4"}, list(graphserver.CheckpointListOptions{Limit: 2}))
+		require.Equal(t, []string{"c2", "c1"}, list(graphserver.CheckpointListOptions{Before: "c3"}))
+		require.Equal(t, []string{"c2"}, list(graphserver.CheckpointListOptions{Before: "c3", Limit: 1}))
+		require.Equal(t, []string{"c1"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "input"}}))
+		require.Equal(t, []string{"c4", "c2"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"tags": []any{"s0"}}}))
+		require.Equal(t, []string{"c3"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"step": 3, "run": map[string]any{"id": "r"}}}))
+		require.Equal(t, []string{"c4"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "loop"}, Before: "c5", Limit: 1}))
+		require.Equal(t, []string{}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "update"}}))
+		require.Equal(t, []string{"c9"}, list(graphserver.CheckpointListOptions{NS: "sub:1"}))
+
+		got, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{Limit: 2})
+		require.NoError(t, err)
+		requireValues(t, map[string]string{"n": `5`}, got[0].Values)
+		requireValues(t, map[string]string{"n": `4`}, got[1].Values)
+		require.Equal(t, 4.0, got[1].Metadata["step"])
+
+		got, err = b.st.ListCheckpoints(b.ctx, "missing", graphserver.CheckpointListOptions{})
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+
+	t.Run("PendingWrites", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1"})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1"})
+		w := func(path string, idx int, ch, v string) graphserver.PendingWrite {
+			return graphserver.PendingWrite{TaskPath: path, Idx: idx, Channel: ch, Value: json.RawMessage(v)}
+		}
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskB", []graphserver.PendingWrite{w("p2", 0, "x", `1`), w("p2", 1, "y", `"two"`)}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskA", []graphserver.PendingWrite{w("p1", 0, "__interrupt__", `[{"value":"q","id":"i"}]`)}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c1", "taskC", []graphserver.PendingWrite{w("p0", 0, "z", `0`)}))
+
+		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c2")
+		require.NoError(t, err)
+		require.Equal(t, []graphserver.PendingWrite{
+			{TaskID: "taskA", TaskPath: "p1", Idx: 0, Channel: "__interrupt__", Value: json.RawMessage(`[{"value":"q","id":"i"}]`)},
+			{TaskID: "taskB", TaskPath: "p2", Idx: 0, Channel: "x", Value: json.RawMessage(`1`)},
+			{TaskID: "taskB", TaskPath: "p2", Idx: 1, Channel: "y", Value: json.RawMessage(`"two"`)},
+		}, got.PendingWrites)
+
+		// Writing a task again replaces its writes at that checkpoint only.
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskB", []graphserver.PendingWrite{w("p2", 0, "x", `9`)}))
+		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, []graphserver.PendingWrite{
+			{TaskID: "taskA", TaskPath: "p1", Idx: 0, Channel: "__interrupt__", Value: json.RawMessage(`[{"value":"q","id":"i"}]`)},
+			{TaskID: "taskB", TaskPath: "p2", Idx: 0, Channel: "x", Value: json.RawMessage(`9`)},
+		}, got.PendingWrites)
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		require.NoError(t, err)
+		require.Len(t, list, 2)
+		require.Len(t, list[0].PendingWrites, 2)
+		require.Equal(t, []graphserver.PendingWrite{{TaskID: "taskC", TaskPath: "p0", Idx: 0, Channel: "z", Value: json.RawMessage(`0`)}}, list[1].PendingWrites)
+
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskA", nil))
+		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "c2")
+		require.NoError(t, err)
+		require.Len(t, got.PendingWrites, 1, "no writes clears the task's writes")
+
+		requireCode(t, b.st.PutWrites(b.ctx, "missing", "", "c1", "task", []graphserver.PendingWrite{w("", 0, "x", `1`)}), graphserver.ENOTFOUND)
+	})
+
+	t.Run("DeltaChain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// msgs: v1 full, then v2..v5 each append to the previous version;
+		// other changes only at v3. A checkpoint refers to every version.
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"msgs": "v1", "other": "v1"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "v1", "", `[{"id":"m1"}]`), blob("other", "v1", "", `{"o":1}`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"msgs": "v2", "other": "v1"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "v2", "v1", `[{"id":"m2"}]`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3", Parent: "c2", Versions: map[string]string{"msgs": "v3", "other": "v3"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "v3", "v2", `[{"id":"m3"}, {"id":"m4"}]`), blob("other", "v3", "", `{"o":3}`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c4", Parent: "c3", Versions: map[string]string{"msgs": "v4", "other": "v3"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "v4", "v3", `[]`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c5", Parent: "c4", Versions: map[string]string{"msgs": "v5", "other": "v3"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "v5", "v4", ` [ {"id":"m5"} ] `)}})
+
+		want := map[string][2]string{
+			"c1": {`[{"id":"m1"}]`, `{"o":1}`},
+			"c2": {`[{"id":"m1"},{"id":"m2"}]`, `{"o":1}`},
+			"c3": {`[{"id":"m1"},{"id":"m2"},{"id":"m3"},{"id":"m4"}]`, `{"o":3}`},
+			"c4": {`[{"id":"m1"},{"id":"m2"},{"id":"m3"},{"id":"m4"}]`, `{"o":3}`},
+			"c5": {`[{"id":"m1"},{"id":"m2"},{"id":"m3"},{"id":"m4"},{"id":"m5"}]`, `{"o":3}`},
+		}
+		for id, w := range want {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			requireValues(t, map[string]string{"msgs": w[0], "other": w[1]}, got.Values)
+		}
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		require.NoError(t, err)
+		require.Len(t, list, 5)
+		for _, c := range list {
+			requireValues(t, map[string]string{"msgs": want[c.CheckpointID][0], "other": want[c.CheckpointID][1]}, c.Values)
+		}
+	})
+
+	t.Run("DeltaFork", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"msgs": "1"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "1", "", `["a"]`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"msgs": "2"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "2", "1", `["b"]`)}})
+		// Two branches from c2, each with its own next version.
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3a", Parent: "c2", Versions: map[string]string{"msgs": "3.a"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "3.a", "2", `["left"]`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3b", Parent: "c2", Versions: map[string]string{"msgs": "3.b"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "3.b", "2", `["right", "more"]`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c4b", Parent: "c3b", Versions: map[string]string{"msgs": "4.b"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "4.b", "3.b", `["end"]`)}})
+		// A branch that replaces the value with a full blob.
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3c", Parent: "c2", Versions: map[string]string{"msgs": "3.c"},
+			Blobs: []graphserver.ChannelBlob{blob("msgs", "3.c", "", `["reset"]`)}})
+
+		for id, want := range map[string]string{
+			"c2":  `["a","b"]`,
+			"c3a": `["a","b","left"]`,
+			"c3b": `["a","b","right","more"]`,
+			"c4b": `["a","b","right","more","end"]`,
+			"c3c": `["reset"]`,
+		} {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			requireValues(t, map[string]string{"msgs": want}, got.Values)
+		}
+	})
+
+	t.Run("BlobIdempotent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"},
+			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"first"`)}})
+		// The same (channel, version) written again is a no-op.
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"x": "1"},
+			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"first"`)}})
+		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c2")
+		require.NoError(t, err)
+		requireValues(t, map[string]string{"x": `"first"`}, got.Values)
+	})
+
+	t.Run("NamespacesAndThreadsAreSeparate", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"root"`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"sub"`)}})
+		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"other"`)}})
+		for _, c := range []struct{ thread, ns, want string }{{"t1", "", `"root"`}, {"t1", "sub:1", `"sub"`}, {"t2", "", `"other"`}} {
+			got, err := b.st.GetCheckpoint(b.ctx, c.thread, c.ns, "c1")
+			require.NoError(t, err)
+			requireValues(t, map[string]string{"x": c.want}, got.Values)
+		}
+	})
+
+	t.Run("Invalid", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		requireCode(t, b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "t1"}), graphserver.EINVALID)
+		requireCode(t, b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1",
+			NewBlobs: []graphserver.ChannelBlob{blob("x", "1", "", `{bad`)}}), graphserver.EINVALID)
+		_, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c1")
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+}

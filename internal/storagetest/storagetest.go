@@ -1,0 +1,201 @@
+// Package storagetest is the behaviour every graphserver.Storage driver must
+// show. A driver's test calls Run with a factory that opens a fresh, empty
+// storage per call; every subtest opens its own and runs in parallel. A
+// behaviour the Server relies on is asserted here or is not guaranteed.
+package storagetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
+)
+
+// Run exercises every Storage area against storages made by open. open must
+// return an isolated, empty, migrated storage and register its cleanup with
+// t.Cleanup.
+func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+	t.Helper()
+	areas := []struct {
+		name string
+		fn   func(t *testing.T, open func(t *testing.T) graphserver.Storage)
+	}{
+		{"Assistants", exerciseAssistants},
+		{"Threads", exerciseThreads},
+		{"Filters", exerciseFilters},
+		{"Checkpoints", exerciseCheckpoints},
+		{"Concurrency", exerciseConcurrency},
+		{"Store", exerciseStore},
+	}
+	for _, a := range areas {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			a.fn(t, open)
+		})
+	}
+}
+
+// requireCode asserts that err carries the graphserver error code.
+func requireCode(t testing.TB, err error, code string) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, code, graphserver.ErrorCode(err), "error: %v", err)
+}
+
+// t0 is the base time of fixtures; it has microsecond precision, which every
+// driver must keep.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 123456000, time.UTC)
+
+// at returns t0 plus n seconds.
+func at(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+
+func ptr[T any](v T) *T { return &v }
+
+// assistantOpts overrides fixture fields; zero fields keep the defaults.
+type assistantOpts struct {
+	ID          string
+	GraphID     string // default "g"
+	Name        string // default "Untitled"
+	Description *string
+	Config      graphserver.Object
+	Context     graphserver.Object
+	Metadata    graphserver.Metadata
+	CreatedAt   time.Time // default t0; UpdatedAt is the same
+}
+
+// createAssistant inserts an assistant and returns what the storage returned.
+func createAssistant(t *testing.T, st graphserver.Storage, o assistantOpts) *graphserver.Assistant {
+	t.Helper()
+	a := &graphserver.Assistant{
+		AssistantID: o.ID, GraphID: o.GraphID, Name: o.Name, Description: o.Description,
+		Config: o.Config, Context: o.Context, Metadata: o.Metadata, CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt,
+	}
+	if a.GraphID == "" {
+		a.GraphID = "g"
+	}
+	if a.Name == "" {
+		a.Name = "Untitled"
+	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt, a.UpdatedAt = t0, t0
+	}
+	out, err := st.CreateAssistant(t.Context(), a, graphserver.IfExistsRaise, nil)
+	require.NoError(t, err)
+	return out
+}
+
+// threadOpts overrides fixture fields; zero fields keep the defaults.
+type threadOpts struct {
+	ID             string
+	Metadata       graphserver.Metadata
+	Status         string // default idle
+	Values         string // JSON; default none (null)
+	CreatedAt      time.Time
+	UpdatedAt      time.Time // default CreatedAt
+	StateUpdatedAt time.Time // default CreatedAt
+}
+
+// createThread inserts a thread and returns what the storage returned.
+func createThread(t *testing.T, st graphserver.Storage, o threadOpts) *graphserver.Thread {
+	t.Helper()
+	th := &graphserver.Thread{
+		ThreadID: o.ID, Metadata: o.Metadata, Status: o.Status, CreatedAt: o.CreatedAt,
+		UpdatedAt: o.UpdatedAt, StateUpdatedAt: o.StateUpdatedAt,
+	}
+	if th.Status == "" {
+		th.Status = graphserver.ThreadIdle
+	}
+	if o.Values != "" {
+		th.Values = json.RawMessage(o.Values)
+	}
+	if th.CreatedAt.IsZero() {
+		th.CreatedAt = t0
+	}
+	if th.UpdatedAt.IsZero() {
+		th.UpdatedAt = th.CreatedAt
+	}
+	if th.StateUpdatedAt.IsZero() {
+		th.StateUpdatedAt = th.CreatedAt
+	}
+	out, err := st.CreateThread(t.Context(), th, graphserver.IfExistsRaise, nil)
+	require.NoError(t, err)
+	return out
+}
+
+// blob is a ChannelBlob shorthand: base "" for a full value.
+func blob(channel, version, base, data string) graphserver.ChannelBlob {
+	return graphserver.ChannelBlob{Channel: channel, Version: version, Base: base, Data: json.RawMessage(data)}
+}
+
+// checkpointOpts describes a checkpoint to put.
+type checkpointOpts struct {
+	NS       string
+	ID       string
+	Parent   string
+	RunID    string
+	Metadata graphserver.Metadata
+	Versions map[string]string
+	Blobs    []graphserver.ChannelBlob
+	Body     string // JSON; default {"v": 1}
+}
+
+// putCheckpoint stores a checkpoint on thread threadID.
+func putCheckpoint(t *testing.T, st graphserver.Checkpointer, threadID string, o checkpointOpts) {
+	t.Helper()
+	body := o.Body
+	if body == "" {
+		body = `{"v": 1}`
+	}
+	require.NoError(t, st.PutCheckpoint(t.Context(), &graphserver.CheckpointRecord{
+		ThreadID: threadID, NS: o.NS, CheckpointID: o.ID, ParentCheckpointID: o.Parent, RunID: o.RunID,
+		CreatedAt: t0, Metadata: o.Metadata, ChannelVersions: o.Versions, Body: json.RawMessage(body), NewBlobs: o.Blobs,
+	}))
+}
+
+// requireValues asserts a checkpoint's reconstructed values, as JSON.
+func requireValues(t *testing.T, want map[string]string, got map[string]json.RawMessage) {
+	t.Helper()
+	require.Len(t, got, len(want), "channels: %v", keys(got))
+	for ch, v := range want {
+		require.Contains(t, got, ch)
+		require.JSONEq(t, v, string(got[ch]), "channel %s", ch)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ids returns the assistant ids in order.
+func assistantIDs(as []*graphserver.Assistant) []string {
+	out := []string{}
+	for _, a := range as {
+		out = append(out, a.AssistantID)
+	}
+	return out
+}
+
+// threadIDs returns the thread ids in order.
+func threadIDs(ts []*graphserver.Thread) []string {
+	out := []string{}
+	for _, th := range ts {
+		out = append(out, th.ThreadID)
+	}
+	return out
+}
+
+// checkpointIDs returns the checkpoint ids in order.
+func checkpointIDs(cs []*graphserver.CheckpointRecord) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.CheckpointID)
+	}
+	return out
+}

@@ -1,0 +1,17 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/storagetest"
+)
+
+// TestStorage runs the shared driver conformance suite on a fresh temp-file
+// database per call.
+func TestStorage(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) graphserver.Storage {
+		return openDB(t)
+	})
+}
