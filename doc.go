@@ -1,0 +1,79 @@
+/*
+Package graphserver hosts executable agent graphs and serves them over the
+LangGraph Platform HTTP API, wire-compatible with the official LangGraph SDKs
+(JS and Python), on one SQLite file.
+
+It is a library: a Go program embeds it, registers its graphs, and mounts the
+HTTP handler wherever it likes. Every operation of the API is first a method
+on *Server, so the same program can also use the server in-process, without
+HTTP, in tests, CLIs and workers.
+
+# Quick start
+
+Open a storage driver, create a Server with the graphs it hosts, start it,
+and mount package httpapi's handler:
+
+	db, err := sqlite.Open("graphserver.db") // one file; created and migrated on open
+	if err != nil { ... }
+	defer db.Close()
+
+	srv, err := graphserver.New(graphserver.Options{
+		Storage: db,
+		Graphs:  map[string]graphserver.Graph{"chat": chat}, // graph_id -> graph
+	})
+	if err != nil { ... }
+	if err := srv.Start(ctx); err != nil { ... } // checks storage, creates system assistants
+	defer srv.Close(shutdownCtx)
+
+	mux.Handle("/", httpapi.New(srv, httpapi.Options{}))
+
+The runnable version is examples/quickstart (go run ./examples/quickstart).
+
+# Graphs and assistants
+
+A Graph is anything implementing the Graph interface; package graph holds the
+built-in StateGraph engine. Each registered graph gets a system assistant
+whose id is SystemAssistantID(graph_id), named after the graph, with metadata
+{"created_by": "system"}. Wherever an assistant id is accepted, a registered
+graph id may be given instead.
+
+# In-process use
+
+The Server's methods are the API:
+
+	th, err := srv.CreateThread(ctx, graphserver.ThreadCreate{Metadata: graphserver.Metadata{"user": "ann"}})
+	page, err := srv.SearchThreads(ctx, graphserver.ThreadSearch{Metadata: graphserver.Metadata{"user": "ann"}})
+	for _, t := range page.Items { ... }
+
+Searches return a Page: its Items, the offset of the Next page (nil on the
+last one) and a Total, the values httpapi sends as X-Pagination-Next and
+X-Pagination-Total. Runs are created with CreateRun, WaitRun and StreamRun;
+see Example for a complete program.
+
+# Errors
+
+Methods return *Error values with a Code: EINVALID (bad input, HTTP 422),
+EBADREQUEST (400), ENOTFOUND (404; also what a caller may not see), ECONFLICT
+and EBUSY (409), EUNAUTHORIZED (401), EFORBIDDEN (403), EUNAVAILABLE (503),
+ETOOLARGE (413), EINTERNAL (500). Use ErrorCode and ErrorMessage to read
+them; any other error reads as EINTERNAL with the message "Internal error.".
+Input is validated before the first write, so a rejected call changes
+nothing.
+
+# Lifecycle
+
+New validates its Options and does no I/O: CRUD methods work at once. Start
+checks the storage, creates the system assistants and starts the background
+work (run workers, sweeps). Close stops taking work, waits for what is in
+flight until its context ends, then cancels the rest; it does not close the
+Storage, which its opener closes afterwards. Shut down in this order: the
+HTTP server (http.Server.Shutdown), then Server.Close, then the storage.
+
+# Compatibility
+
+The HTTP API follows the LangGraph Platform wire contract: JSON in
+snake_case, {"detail": "..."} error bodies, the Platform's status codes, and
+lenient decoding of what either SDK sends. Differences between the Python
+Platform and the JS dev server are resolved the way both SDKs accept.
+*/
+package graphserver
