@@ -1,11 +1,21 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/internal/testgraph"
+	"github.com/graphserver/graphserver/sqlite"
 )
 
 // putPrefs is a before hook storing users.alice/prefs and a second item.
@@ -109,4 +119,57 @@ func TestStore(t *testing.T) {
 	} {
 		s.run(t)
 	}
+}
+
+// memoryGraph is a one-node Graph whose node writes {"fact": input.fact}
+// under memories.<input.user>/fact through the Store the run hands it.
+type memoryGraph struct{ testgraph.Nop }
+
+func (memoryGraph) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	var in struct {
+		User string `json:"user"`
+		Fact string `json:"fact"`
+	}
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return err
+	}
+	if req.Store == nil {
+		return errors.New("the run has no store")
+	}
+	if err := req.Store.PutItem(ctx, []string{"memories", in.User}, "fact", graphserver.Object{"fact": in.Fact}); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: req.Input})
+	return nil
+}
+
+// TestStoreGraphWritesHTTPReads runs a graph whose node writes an item, then
+// reads that item back over HTTP, as an SDK client would.
+func TestStoreGraphWritesHTTPReads(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Graphs: map[string]graphserver.Graph{"memory": memoryGraph{}}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(t.Context()))
+	t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(t.Context()))) })
+	ts := httptest.NewServer(httpapi.New(srv, httpapi.Options{}))
+	t.Cleanup(ts.Close)
+
+	out, err := srv.WaitRun(t.Context(), "", graphserver.RunCreate{AssistantID: "memory", Input: json.RawMessage(`{"user":"ann","fact":"likes tea"}`)})
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "__error__")
+
+	resp, err := http.Get(ts.URL + "/store/items?namespace=memories.ann&key=fact")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+	var it graphserver.Item
+	require.NoError(t, json.Unmarshal(body, &it))
+	require.Equal(t, []string{"memories", "ann"}, it.Namespace)
+	require.Equal(t, "fact", it.Key)
+	require.Equal(t, graphserver.Object{"fact": "likes tea"}, it.Value)
 }
