@@ -422,6 +422,9 @@ func (s *Server) GetRun(ctx context.Context, threadID, runID string) (*Run, erro
 	if err != nil {
 		return nil, err
 	}
+	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
+		return nil, err
+	}
 	return rs.GetRun(ctx, threadID, runID, nil)
 }
 
@@ -430,6 +433,9 @@ func (s *Server) GetRun(ctx context.Context, threadID, runID string) (*Run, erro
 func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]*Run, error) {
 	rs, err := s.runStorage()
 	if err != nil {
+		return nil, err
+	}
+	if threadID, _, err = checkRunIDs(threadID, ""); err != nil {
 		return nil, err
 	}
 	if q.Limit == 0 {
@@ -459,6 +465,9 @@ func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
 	if err != nil {
 		return err
 	}
+	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
+		return err
+	}
 	if err := rs.DeleteRun(ctx, threadID, runID, nil); err != nil {
 		return err
 	}
@@ -474,6 +483,9 @@ func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
 func (s *Server) CancelRun(ctx context.Context, threadID, runID, action string) error {
 	rs, err := s.runStorage()
 	if err != nil {
+		return err
+	}
+	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return err
 	}
 	if action == "" {
@@ -632,6 +644,23 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 	}
 }
 
+// checkRunIDs canonicalises a thread id ("" allowed) and a run id ("" not
+// checked), EINVALID when one is not a UUID.
+func checkRunIDs(threadID, runID string) (string, string, error) {
+	var err error
+	if threadID != "" {
+		if threadID, err = parseUUID("thread", threadID); err != nil {
+			return "", "", err
+		}
+	}
+	if runID != "" {
+		if runID, err = parseUUID("run", runID); err != nil {
+			return "", "", err
+		}
+	}
+	return threadID, runID, nil
+}
+
 // createRun validates rc, builds the run and inserts it, returning the run
 // and its (new) event log.
 func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) (*Run, *eventLog, error) {
@@ -643,6 +672,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 		return nil, nil, ErrServerClosed
 	}
 	stateless := threadID == ""
+	if threadID, _, err = checkRunIDs(threadID, ""); err != nil {
+		return nil, nil, err
+	}
 	if err := s.validateRunCreate(ctx, rc, stateless); err != nil {
 		return nil, nil, err
 	}

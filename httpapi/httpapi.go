@@ -21,6 +21,7 @@ import (
 	"cmp"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/graphserver/graphserver"
 )
@@ -48,6 +49,11 @@ type Options struct {
 	// empties the storage (as the JS dev server's). Never enable it in
 	// production. It is reserved: the route is not served yet.
 	EnableTruncate bool
+
+	// HeartbeatInterval is how often SSE streams send ": heartbeat" and
+	// /wait and /join responses a keep-alive newline. 0 means
+	// HeartbeatIntervalDefault (5 s).
+	HeartbeatInterval time.Duration
 }
 
 // withDefaults returns a copy of o with defaults applied.

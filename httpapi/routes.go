@@ -36,6 +36,25 @@ func (h *handler) routes() []route {
 		{"DELETE /threads/{thread_id}", h.deleteThread},
 		{"POST /threads/{thread_id}/copy", h.copyThread},
 
+		// §2.5 Runs on a thread
+		{"POST /threads/{thread_id}/runs", h.createRun},
+		{"POST /threads/{thread_id}/runs/stream", h.streamRun},
+		{"POST /threads/{thread_id}/runs/wait", h.waitRun},
+		{"GET /threads/{thread_id}/runs", h.listRuns},
+		{"GET /threads/{thread_id}/runs/{run_id}", h.getRun},
+		{"DELETE /threads/{thread_id}/runs/{run_id}", h.deleteRun},
+		{"POST /threads/{thread_id}/runs/{run_id}/cancel", h.cancelRun},
+		{"GET /threads/{thread_id}/runs/{run_id}/join", h.joinRun},
+		{"GET /threads/{thread_id}/runs/{run_id}/stream", h.joinRunStream},
+
+		// §2.6 Stateless runs, batch, bulk cancel
+		{"POST /runs", h.createStatelessRun},
+		{"POST /runs/stream", h.streamStatelessRun},
+		{"POST /runs/wait", h.waitStatelessRun},
+		{"POST /runs/batch", h.createRunBatch},
+		{"POST /runs/cancel", h.cancelRuns},
+		{"GET /runs/{run_id}/stream", h.joinRunStream},
+
 		// §2.10 Store
 		{"PUT /store/items", h.putItem},
 		{"GET /store/items", h.getItem},

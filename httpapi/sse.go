@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/graphserver/graphserver"
+)
+
+// HeartbeatIntervalDefault is how often SSE streams send ": heartbeat" and
+// /wait and /join responses send a keep-alive newline.
+const HeartbeatIntervalDefault = 5 * time.Second
+
+// heartbeat returns the keep-alive interval.
+func (h *handler) heartbeat() time.Duration {
+	if h.opts.HeartbeatInterval > 0 {
+		return h.opts.HeartbeatInterval
+	}
+	return HeartbeatIntervalDefault
+}
+
+// sseFrame renders one event: event, data (one line of JSON) and id lines.
+func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
+	buf.WriteString("event: ")
+	buf.WriteString(ev.Event)
+	buf.WriteString("\ndata: ")
+	data := ev.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	} else if bytes.ContainsAny(data, "\r\n") {
+		var c bytes.Buffer
+		if json.Compact(&c, data) == nil {
+			data = c.Bytes()
+		}
+	}
+	buf.Write(data)
+	buf.WriteString("\nid: ")
+	buf.WriteString(ev.ID)
+	buf.WriteString("\n\n")
+}
+
+// writeSSE streams a run's events as Server-Sent Events (§4.1): headers
+// first (with Content-Location and Location, §1.5), then one frame per
+// event with its id, a ": heartbeat" comment every heartbeat interval, and
+// an error frame if following the stream fails. It returns when the run
+// ends, the client goes away or the server closes.
+func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserver.RunStream, contentLocation, location string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set("Content-Location", contentLocation)
+	hdr.Set("Location", location)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	type item struct {
+		ev  graphserver.StreamEvent
+		err error
+	}
+	events := make(chan item)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		defer close(events)
+		for ev, err := range st.Events(ctx) {
+			select {
+			case events <- item{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+
+	tick := time.NewTicker(h.heartbeat())
+	defer tick.Stop()
+	var buf bytes.Buffer
+	for {
+		select {
+		case it, ok := <-events:
+			if !ok {
+				return
+			}
+			buf.Reset()
+			if it.err != nil {
+				if r.Context().Err() != nil {
+					return // the client went away
+				}
+				sseFrame(&buf, graphserver.StreamEvent{Event: "error", Data: errorJSON(it.err)})
+			} else {
+				sseFrame(&buf, it.ev)
+			}
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			if it.err != nil {
+				return
+			}
+		case <-tick.C:
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// errorJSON is the data of an error event.
+func errorJSON(err error) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"error": graphserver.ErrorName(err), "message": graphserver.ErrorMessage(err)})
+	return b
+}
+
+// writeWait answers a /wait, /join or cancel?wait=1 request: 200 JSON
+// headers at once, a "\n" keep-alive every heartbeat interval while wait
+// blocks, then the final output (§2.8, §4.8).
+func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(context.Context) (json.RawMessage, error), contentLocation, location string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Location", contentLocation)
+	hdr.Set("Location", location)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		out, err := wait(r.Context())
+		done <- result{out, err}
+	})
+	tick := time.NewTicker(h.heartbeat())
+	defer tick.Stop()
+	for {
+		select {
+		case res := <-done:
+			out := res.out
+			if res.err != nil {
+				if r.Context().Err() != nil {
+					return
+				}
+				h.logger.WarnContext(r.Context(), "wait for run", slog.String("request_id", requestID(r.Context())), slog.Any("err", res.err))
+				out = errorOutput(res.err)
+			}
+			if len(out) == 0 {
+				out = json.RawMessage("{}")
+			}
+			if _, err := w.Write(out); err == nil {
+				_, _ = w.Write([]byte("\n"))
+			}
+			return
+		case <-tick.C:
+			if _, err := w.Write([]byte("\n")); err == nil {
+				_ = rc.Flush()
+			}
+		}
+	}
+}
