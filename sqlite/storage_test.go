@@ -15,3 +15,10 @@ func TestStorage(t *testing.T) {
 		return openDB(t)
 	})
 }
+
+// BenchmarkStorage runs the shared storage benchmarks on SQLite.
+func BenchmarkStorage(b *testing.B) {
+	storagetest.Benchmark(b, func(b *testing.B) graphserver.Storage {
+		return openDB(b)
+	})
+}
