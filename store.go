@@ -65,10 +65,18 @@ type NamespaceList struct {
 
 // Store defaults and bounds.
 const (
-	ItemSearchLimitDefault      = 10
-	NamespaceListLimitDefault   = 100
-	StoreLimitMax               = 1000
-	StoreSweepIntervalDefault   = time.Minute
+	// ItemSearchLimitDefault is the page size of SearchItems without a limit.
+	ItemSearchLimitDefault = 10
+	// NamespaceListLimitDefault is the page size of ListNamespaces without a
+	// limit.
+	NamespaceListLimitDefault = 100
+	// StoreLimitMax is the largest limit SearchItems and ListNamespaces accept.
+	StoreLimitMax = 1000
+	// StoreSweepIntervalDefault is the default Options.StoreSweepInterval.
+	StoreSweepIntervalDefault = time.Minute
+)
+
+const (
 	storeWildcard               = "*"
 	storeNamespaceSeparator     = "."
 	storeIndexWholeValue        = "$"
@@ -628,9 +636,9 @@ func parseItemFilter(f map[string]any) ([]ItemCondition, error) {
 	return out, nil
 }
 
-// operatorObject reports whether v is an object of $-operators, and fails
-// (returning false) for objects mixing operators and fields, which are then
-// compared as plain objects.
+// operatorObject reports whether v is a non-empty object whose keys all
+// start with "$" (an object of operators). Any other object, one mixing
+// operators and fields included, is compared as a plain value.
 func operatorObject(v any) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) == 0 {

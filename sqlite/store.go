@@ -327,45 +327,43 @@ func ftsQuery(text string) string {
 }
 
 // searchVector ranks the items matching w by the best cosine similarity of
-// their vectors to q.Vector, computed here over every candidate vector, then
-// pads with the items that have no vector of that size (unscored, newest
-// first).
+// their vectors to q.Vector (ties: the most recently inserted item first),
+// computed here over every candidate vector, then pads with the items that
+// have no vector of that size (unscored, newest first).
 func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
 	dims := len(q.Vector)
 	type scored struct {
-		id      int64
-		score   float64
-		updated string
+		id    int64
+		score float64
 	}
 	var ranked []scored
 	var rows []itemRow
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
-		cur, err := tx.QueryContext(ctx, `SELECT v.item_id, v.vector, i.updated_at
+		cur, err := tx.QueryContext(ctx, `SELECT v.item_id, v.vector
 FROM store_vectors AS v JOIN store_items AS i ON i.id = v.item_id
 WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`, append([]any{dims}, w.args...)...)
 		if err != nil {
 			return fmt.Errorf("read store vectors: %w", err)
 		}
 		defer cur.Close()
-		var blob []byte
+		var blob sql.RawBytes // valid until the next Next: no copy per row
 		for cur.Next() {
 			var id int64
-			var updated string
-			if err := cur.Scan(&id, &blob, &updated); err != nil {
+			if err := cur.Scan(&id, &blob); err != nil {
 				return fmt.Errorf("read store vectors: %w", err)
 			}
 			s := cosine(q.Vector, blob)
 			if n := len(ranked); n > 0 && ranked[n-1].id == id {
 				ranked[n-1].score = max(ranked[n-1].score, s)
 			} else {
-				ranked = append(ranked, scored{id, s, updated})
+				ranked = append(ranked, scored{id, s})
 			}
 		}
 		if err := cur.Err(); err != nil {
 			return fmt.Errorf("read store vectors: %w", err)
 		}
 		slices.SortStableFunc(ranked, func(a, b scored) int {
-			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.updated, a.updated), cmp.Compare(b.id, a.id))
+			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.id, a.id))
 		})
 
 		// The page: scored items first, then unscored ones.
