@@ -63,3 +63,11 @@ func (db *DB) WriteThroughReader(ctx context.Context) error {
 	_, err := db.reader.ExecContext(ctx, `INSERT INTO migrations (name, applied_at) VALUES ('x', 'y')`)
 	return err
 }
+
+// BlobVersions lists a thread's stored blobs as "ns/channel@version".
+func (db *DB) BlobVersions(ctx context.Context, threadID string) ([]string, error) {
+	var out []string
+	err := db.reader.SelectContext(ctx, &out, `SELECT checkpoint_ns || '/' || channel || '@' || version
+		FROM checkpoint_blobs WHERE thread_id = ? ORDER BY 1`, threadID)
+	return out, err
+}

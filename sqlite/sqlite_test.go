@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -77,4 +78,48 @@ func migrationRows(t *testing.T, db *sqlite.DB) []string {
 	rows, err := db.Migrations(context.Background())
 	require.NoError(t, err)
 	return rows
+}
+
+func TestDeleteRunCheckpoints(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	ctx := t.Context()
+	_, err := db.CreateThread(ctx, &graphserver.Thread{ThreadID: "t1"}, "", nil)
+	require.NoError(t, err)
+	put := func(ns, id, parent, run string, versions map[string]string, blobs ...graphserver.ChannelBlob) {
+		t.Helper()
+		require.NoError(t, db.PutCheckpoint(ctx, &graphserver.CheckpointRecord{
+			ThreadID: "t1", NS: ns, CheckpointID: id, ParentCheckpointID: parent, RunID: run,
+			ChannelVersions: versions, NewBlobs: blobs,
+		}))
+	}
+	blob := func(ch, v, base, data string) graphserver.ChannelBlob {
+		return graphserver.ChannelBlob{Channel: ch, Version: v, Base: base, Data: json.RawMessage(data)}
+	}
+	put("", "c1", "", "r1", map[string]string{"m": "1"}, blob("m", "1", "", `["a"]`))
+	put("", "c2", "c1", "r1", map[string]string{"m": "2", "n": "1"}, blob("m", "2", "1", `["b"]`), blob("n", "1", "", `1`))
+	put("", "c3", "c2", "r2", map[string]string{"m": "3", "n": "2"}, blob("m", "3", "2", `["c"]`), blob("n", "2", "", `2`))
+	put("", "c4", "c3", "r2", map[string]string{"m": "4", "n": "2"}, blob("m", "4", "3", `["d"]`))
+	put("sub:1", "s1", "", "r2", map[string]string{"x": "1"}, blob("x", "1", "", `0`))
+	require.NoError(t, db.PutWrites(ctx, "t1", "", "c4", "task", []graphserver.PendingWrite{{Channel: "m", Value: json.RawMessage(`1`)}}))
+
+	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "r2"))
+	cp, err := db.GetCheckpoint(ctx, "t1", "", "")
+	require.NoError(t, err)
+	require.Equal(t, "c2", cp.CheckpointID)
+	require.JSONEq(t, `["a","b"]`, string(cp.Values["m"]))
+	_, err = db.GetCheckpoint(ctx, "t1", "sub:1", "")
+	require.Equal(t, graphserver.ENOTFOUND, graphserver.ErrorCode(err))
+	blobs, err := db.BlobVersions(ctx, "t1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"/m@1", "/m@2", "/n@1"}, blobs, "blobs only the deleted checkpoints used are collected")
+
+	// A checkpoint id reused later starts without the old writes.
+	put("", "c4", "c2", "r3", map[string]string{"m": "2", "n": "1"})
+	cp, err = db.GetCheckpoint(ctx, "t1", "", "c4")
+	require.NoError(t, err)
+	require.Empty(t, cp.PendingWrites)
+
+	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "nothing"))
+	require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(db.DeleteRunCheckpoints(ctx, "t1", "")))
 }
