@@ -1,0 +1,352 @@
+// Package graph is graphserver's built-in graph engine: a StateGraph with
+// LangGraph's Pregel semantics that implements graphserver.Graph.
+//
+// A graph is a set of named channels (state keys with reducers) and nodes,
+// functions of the state returning an update. Execution proceeds in
+// supersteps: every triggered node runs in parallel, their writes are applied
+// through the reducers at the end of the step, and a checkpoint is written
+// through the run's Checkpointer. Edges (static or conditional), Send
+// fan-out, Command, dynamic Interrupt, static breakpoints, subgraphs and the
+// LangGraph stream modes behave as in LangGraph, because clients observe them
+// through the API.
+//
+// State values are JSON-native: map[string]any, []any, string, float64, bool
+// and nil. Whatever a node returns is converted to that form through
+// encoding/json.
+//
+//	g := graph.New(graph.Channels{"messages": graph.AddMessages()})
+//	g.AddNode("agent", agent)
+//	g.AddEdge(graph.Start, "agent")
+//	g.AddConditionalEdges("agent", route, "tool", graph.End)
+//	g.AddEdge("tool", "agent")
+//	chat, err := g.Compile(graph.CompileOptions{Name: "chat"})
+//
+// Limits: nodes must not modify the State they receive; a node calling
+// Interrupt must return the error it gets; a Command cannot target a parent
+// graph.
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/graphserver/graphserver"
+)
+
+// Pseudo-node names.
+const (
+	Start = "__start__"
+	End   = "__end__"
+	// Input, given as UpdateStateRequest.AsNode, writes values as a new run
+	// input would (source "input").
+	Input = "__input__"
+	// Copy, given as UpdateStateRequest.AsNode, copies the checkpoint (source
+	// "fork").
+	Copy = "__copy__"
+)
+
+// Special channel names used in pending writes.
+const (
+	chInterrupt = "__interrupt__"
+	chResume    = "__resume__"
+	chError     = "__error__"
+	chTasks     = "__pregel_tasks"
+	chNoWrites  = "__no_writes__"
+	chRoot      = "__root__"
+	nullTaskID  = "00000000-0000-0000-0000-000000000000"
+)
+
+// State is a snapshot of a graph's channel values handed to a node. Nodes
+// must not modify it.
+type State map[string]any
+
+// Messages returns the messages held in key (see the package Messages).
+func (s State) Messages(key string) []Message { return Messages(s[key]) }
+
+// String returns the string held in key, or "".
+func (s State) String(key string) string { v, _ := s[key].(string); return v }
+
+// Number returns the number held in key, or 0.
+func (s State) Number(key string) float64 { v, _ := s[key].(float64); return v }
+
+// Bool returns the bool held in key, or false.
+func (s State) Bool(key string) bool { v, _ := s[key].(bool); return v }
+
+// Update is a node's update: channel name to the value written to it.
+type Update map[string]any
+
+// NodeFunc is a node: it reads the state and returns an update (an Update or
+// any value encoding as a JSON object, a *Command, or nil for none). A node
+// started by Send receives the Send's argument as its state (a non-object
+// argument is available through TaskInput).
+type NodeFunc func(ctx context.Context, state State) (any, error)
+
+// RouterFunc chooses where to go after a node: it returns a node name, End,
+// a Send, or a list of these ([]string, []Send or []any).
+type RouterFunc func(ctx context.Context, state State) any
+
+// Send starts a task of Node receiving Arg as its input instead of the state
+// (map-reduce fan-out). Return it from a router or in Command.Goto.
+type Send struct {
+	Node string `json:"node"`
+	Arg  any    `json:"arg"`
+}
+
+// Command is what a node may return to update the state and choose where to
+// go at once. Goto holds a node name, a Send, or a list of either. Resume is
+// only meaningful as run input (see graphserver.Command).
+type Command struct {
+	Update any
+	Goto   any
+	Resume any
+}
+
+// NodeError is an error with a name, reported by a run as
+// {"error": Name, "message": Message}. Any error with an ErrorName() string
+// method is reported the same way.
+type NodeError struct {
+	Name    string
+	Message string
+}
+
+func (e *NodeError) Error() string { return e.Message }
+
+// ErrorName returns e.Name.
+func (e *NodeError) ErrorName() string { return e.Name }
+
+// RecursionError is returned when a run exceeds its recursion_limit.
+type RecursionError struct{ Limit int }
+
+func (e *RecursionError) Error() string {
+	return fmt.Sprintf("Recursion limit of %d reached without hitting a stop condition. You can increase the limit by setting the `recursion_limit` config key.", e.Limit)
+}
+
+// ErrorName returns "GraphRecursionError".
+func (e *RecursionError) ErrorName() string { return "GraphRecursionError" }
+
+type node struct {
+	name     string
+	fn       NodeFunc
+	subgraph *Compiled
+}
+
+type branch struct {
+	router  RouterFunc
+	pathMap map[string]string // router result -> node; nil = identity
+	ends    []string          // possible destinations, for drawing
+}
+
+// StateGraph builds a graph. Its methods record the first error, returned by
+// Compile; they return the builder for chaining.
+type StateGraph struct {
+	channels   Channels
+	nodes      map[string]*node
+	order      []string
+	edges      map[string][]string
+	branches   map[string][]branch
+	inputKeys  []string
+	outputKeys []string
+	schemas    map[string]json.RawMessage
+	root       bool
+	err        error
+}
+
+// New returns a builder for a graph whose state has the given channels.
+func New(channels Channels) *StateGraph {
+	g := &StateGraph{channels: Channels{}, nodes: map[string]*node{}, edges: map[string][]string{}, branches: map[string][]branch{}, schemas: map[string]json.RawMessage{}}
+	for k, c := range channels {
+		if c == nil {
+			c = LastValue()
+		}
+		g.channels[k] = c
+	}
+	return g
+}
+
+func (g *StateGraph) fail(format string, args ...any) *StateGraph {
+	if g.err == nil {
+		g.err = graphserver.Errorf(graphserver.EINVALID, format, args...)
+	}
+	return g
+}
+
+// AddNode adds a node: a NodeFunc (or a func with its signature), or a
+// *Compiled graph run as a subgraph with its own checkpoint namespace.
+func (g *StateGraph) AddNode(name string, n any) *StateGraph {
+	if name == "" || name == Start || name == End || strings.ContainsAny(name, "|:") {
+		return g.fail("node name %q is reserved or contains | or :", name)
+	}
+	if _, ok := g.nodes[name]; ok {
+		return g.fail("node %q already exists", name)
+	}
+	nd := &node{name: name}
+	switch f := n.(type) {
+	case NodeFunc:
+		nd.fn = f
+	case func(context.Context, State) (any, error):
+		nd.fn = f
+	case *Compiled:
+		nd.subgraph = f
+	default:
+		return g.fail("node %q: %T is not a NodeFunc or a *graph.Compiled", name, n)
+	}
+	g.nodes[name] = nd
+	g.order = append(g.order, name)
+	return g
+}
+
+// AddEdge makes to run in the superstep after from.
+func (g *StateGraph) AddEdge(from, to string) *StateGraph {
+	if from == End || to == Start {
+		return g.fail("edge %s -> %s: cannot leave %s or enter %s", from, to, End, Start)
+	}
+	g.edges[from] = append(g.edges[from], to)
+	return g
+}
+
+// AddConditionalEdges runs router after from and goes where it says. ends
+// lists the possible destinations (for drawing; optional).
+func (g *StateGraph) AddConditionalEdges(from string, router RouterFunc, ends ...string) *StateGraph {
+	g.branches[from] = append(g.branches[from], branch{router: router, ends: ends})
+	return g
+}
+
+// AddConditionalEdgesMap runs router after from and goes to pathMap[result].
+func (g *StateGraph) AddConditionalEdgesMap(from string, router RouterFunc, pathMap map[string]string) *StateGraph {
+	ends := make([]string, 0, len(pathMap))
+	for _, v := range pathMap {
+		if !slices.Contains(ends, v) {
+			ends = append(ends, v)
+		}
+	}
+	slices.Sort(ends)
+	g.branches[from] = append(g.branches[from], branch{router: router, pathMap: pathMap, ends: ends})
+	return g
+}
+
+// SetEntryPoint is AddEdge(Start, name).
+func (g *StateGraph) SetEntryPoint(name string) *StateGraph { return g.AddEdge(Start, name) }
+
+// SetFinishPoint is AddEdge(name, End).
+func (g *StateGraph) SetFinishPoint(name string) *StateGraph { return g.AddEdge(name, End) }
+
+// SetInput limits the keys read from run input (default: all channels).
+func (g *StateGraph) SetInput(keys ...string) *StateGraph { g.inputKeys = keys; return g }
+
+// SetOutput limits the keys of the values stream and run output (default:
+// all channels).
+func (g *StateGraph) SetOutput(keys ...string) *StateGraph { g.outputKeys = keys; return g }
+
+// SetSchema declares a JSON Schema reported by Schemas: kind is "input",
+// "output", "state", "config" or "context".
+func (g *StateGraph) SetSchema(kind, schema string) *StateGraph {
+	switch kind {
+	case "input", "output", "state", "config", "context":
+		g.schemas[kind] = json.RawMessage(schema)
+	default:
+		return g.fail("schema kind %q is not one of input, output, state, config, context", kind)
+	}
+	return g
+}
+
+// CompileOptions configure a compiled graph.
+type CompileOptions struct {
+	// Name is the graph's name in events and drawings; default "LangGraph".
+	Name string
+	// InterruptBefore and InterruptAfter are static breakpoints: the graph
+	// pauses before/after these nodes run ("*" = every node).
+	InterruptBefore []string
+	InterruptAfter  []string
+}
+
+// Compiled is a compiled graph. It implements graphserver.Graph and is safe
+// for concurrent use; add it to another graph with AddNode to use it as a
+// subgraph.
+type Compiled struct {
+	name       string
+	channels   Channels
+	chanNames  []string
+	nodes      map[string]*node
+	order      []string // node names, sorted
+	edges      map[string][]string
+	branches   map[string][]branch
+	inputKeys  []string
+	outputKeys []string
+	schemas    map[string]json.RawMessage
+	root       bool
+	before     []string
+	after      []string
+}
+
+var _ graphserver.Graph = (*Compiled)(nil)
+
+// Compile checks the graph and returns it compiled. It returns an EINVALID
+// error naming the problem (unknown node in an edge, no entry point, ...).
+func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
+	if g.err != nil {
+		return nil, g.err
+	}
+	known := func(n string) bool { _, ok := g.nodes[n]; return ok || n == End }
+	for from, tos := range g.edges {
+		if _, ok := g.nodes[from]; !ok && from != Start {
+			return nil, graphserver.Errorf(graphserver.EINVALID, "edge from unknown node %q", from)
+		}
+		for _, to := range tos {
+			if !known(to) {
+				return nil, graphserver.Errorf(graphserver.EINVALID, "edge to unknown node %q", to)
+			}
+		}
+	}
+	for from, bs := range g.branches {
+		if _, ok := g.nodes[from]; !ok && from != Start {
+			return nil, graphserver.Errorf(graphserver.EINVALID, "conditional edge from unknown node %q", from)
+		}
+		for _, b := range bs {
+			for _, to := range b.ends {
+				if !known(to) {
+					return nil, graphserver.Errorf(graphserver.EINVALID, "conditional edge to unknown node %q", to)
+				}
+			}
+		}
+	}
+	if len(g.edges[Start]) == 0 && len(g.branches[Start]) == 0 {
+		return nil, graphserver.Errorf(graphserver.EINVALID, "graph must have an entrypoint: add at least one edge from %s", Start)
+	}
+	for _, bp := range append(slices.Clone(opts.InterruptBefore), opts.InterruptAfter...) {
+		if _, ok := g.nodes[bp]; !ok && bp != "*" {
+			return nil, graphserver.Errorf(graphserver.EINVALID, "breakpoint on unknown node %q", bp)
+		}
+	}
+	c := &Compiled{
+		name: opts.Name, channels: g.channels, nodes: g.nodes, edges: g.edges, branches: g.branches,
+		inputKeys: g.inputKeys, outputKeys: g.outputKeys, schemas: g.schemas, root: g.root,
+		before: opts.InterruptBefore, after: opts.InterruptAfter,
+	}
+	if c.name == "" {
+		c.name = "LangGraph"
+	}
+	for k := range g.channels {
+		c.chanNames = append(c.chanNames, k)
+	}
+	slices.Sort(c.chanNames)
+	c.order = slices.Sorted(func(yield func(string) bool) {
+		for n := range g.nodes {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	if c.inputKeys == nil {
+		c.inputKeys = c.chanNames
+	}
+	if c.outputKeys == nil {
+		c.outputKeys = c.chanNames
+	}
+	return c, nil
+}
+
+// Name returns the graph's name.
+func (c *Compiled) Name() string { return c.name }

@@ -1,0 +1,246 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/graphserver/graphserver"
+)
+
+// MemoryCheckpointer is an in-memory graphserver.Checkpointer. It stores
+// blobs as given (delta blobs included) and rebuilds full values on read,
+// as storage drivers do. It is safe for concurrent use; the zero value is
+// not usable, call NewMemoryCheckpointer.
+type MemoryCheckpointer struct {
+	mu     sync.Mutex
+	cps    map[string]*graphserver.CheckpointRecord // thread|ns|id
+	order  map[string][]string                      // thread|ns -> ids, ascending
+	blobs  map[string]graphserver.ChannelBlob       // thread|ns|channel|version
+	writes map[string][]graphserver.PendingWrite    // thread|ns|id -> writes
+}
+
+var _ graphserver.Checkpointer = (*MemoryCheckpointer)(nil)
+
+// NewMemoryCheckpointer returns an empty MemoryCheckpointer.
+func NewMemoryCheckpointer() *MemoryCheckpointer {
+	return &MemoryCheckpointer{cps: map[string]*graphserver.CheckpointRecord{}, order: map[string][]string{}, blobs: map[string]graphserver.ChannelBlob{}, writes: map[string][]graphserver.PendingWrite{}}
+}
+
+func key(parts ...string) string {
+	b, _ := json.Marshal(parts)
+	return string(b)
+}
+
+// PutCheckpoint saves cp and its blobs.
+func (m *MemoryCheckpointer) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range cp.NewBlobs {
+		if b.Base != "" {
+			if _, ok := m.blobs[key(cp.ThreadID, cp.NS, b.Channel, b.Base)]; !ok {
+				return fmt.Errorf("put checkpoint %s: delta blob of %s based on unknown version %s", cp.CheckpointID, b.Channel, b.Base)
+			}
+		}
+		m.blobs[key(cp.ThreadID, cp.NS, b.Channel, b.Version)] = graphserver.ChannelBlob{Channel: b.Channel, Version: b.Version, Base: b.Base, Data: slices.Clone(b.Data)}
+	}
+	for ch, v := range cp.ChannelVersions {
+		if _, ok := m.blobs[key(cp.ThreadID, cp.NS, ch, v)]; !ok {
+			return fmt.Errorf("put checkpoint %s: no blob for channel %s version %s", cp.CheckpointID, ch, v)
+		}
+	}
+	rec := *cp
+	rec.NewBlobs, rec.Values, rec.PendingWrites = nil, nil, nil
+	rec.ChannelVersions = maps.Clone(cp.ChannelVersions)
+	rec.Metadata = cloneJSON(cp.Metadata)
+	rec.Body = slices.Clone(cp.Body)
+	k := key(cp.ThreadID, cp.NS, cp.CheckpointID)
+	if _, ok := m.cps[k]; !ok {
+		ok := key(cp.ThreadID, cp.NS)
+		m.order[ok] = append(m.order[ok], cp.CheckpointID)
+		slices.Sort(m.order[ok])
+	}
+	m.cps[k] = &rec
+	return nil
+}
+
+// PutWrites replaces the pending writes of taskID at a checkpoint.
+func (m *MemoryCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []graphserver.PendingWrite) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := key(threadID, ns, checkpointID)
+	kept := slices.DeleteFunc(slices.Clone(m.writes[k]), func(w graphserver.PendingWrite) bool { return w.TaskID == taskID })
+	for _, w := range writes {
+		w.TaskID = taskID
+		w.Value = slices.Clone(w.Value)
+		kept = append(kept, w)
+	}
+	m.writes[k] = kept
+	return nil
+}
+
+// GetCheckpoint returns one checkpoint (the latest when checkpointID is "").
+func (m *MemoryCheckpointer) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*graphserver.CheckpointRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if checkpointID == "" {
+		ids := m.order[key(threadID, ns)]
+		if len(ids) == 0 {
+			return nil, graphserver.Errorf(graphserver.ENOTFOUND, "thread %s has no checkpoint", threadID)
+		}
+		checkpointID = ids[len(ids)-1]
+	}
+	rec, ok := m.cps[key(threadID, ns, checkpointID)]
+	if !ok {
+		return nil, graphserver.Errorf(graphserver.ENOTFOUND, "checkpoint %s not found", checkpointID)
+	}
+	return m.fill(rec)
+}
+
+// ListCheckpoints lists checkpoints of one namespace, newest first.
+func (m *MemoryCheckpointer) ListCheckpoints(ctx context.Context, threadID string, opts graphserver.CheckpointListOptions) ([]*graphserver.CheckpointRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := m.order[key(threadID, opts.NS)]
+	var out []*graphserver.CheckpointRecord
+	for i := len(ids) - 1; i >= 0; i-- {
+		if opts.Before != "" && ids[i] >= opts.Before {
+			continue
+		}
+		rec := m.cps[key(threadID, opts.NS, ids[i])]
+		if !contains(map[string]any(rec.Metadata), map[string]any(opts.Metadata)) {
+			continue
+		}
+		r, err := m.fill(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+		if opts.Limit > 0 && len(out) >= opts.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Size returns the bytes held in blobs, bodies, metadata and writes: a rough
+// measure of what a storage driver would store.
+func (m *MemoryCheckpointer) Size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, b := range m.blobs {
+		n += len(b.Data) + len(b.Channel) + len(b.Version) + len(b.Base)
+	}
+	for _, c := range m.cps {
+		md, _ := json.Marshal(c.Metadata)
+		cv, _ := json.Marshal(c.ChannelVersions)
+		n += len(c.Body) + len(md) + len(cv) + len(c.CheckpointID) + len(c.ParentCheckpointID)
+	}
+	for _, ws := range m.writes {
+		for _, w := range ws {
+			n += len(w.Value) + len(w.Channel) + len(w.TaskID)
+		}
+	}
+	return n
+}
+
+func (m *MemoryCheckpointer) fill(rec *graphserver.CheckpointRecord) (*graphserver.CheckpointRecord, error) {
+	out := *rec
+	out.Metadata = cloneJSON(rec.Metadata)
+	out.ChannelVersions = maps.Clone(rec.ChannelVersions)
+	out.Values = make(map[string]json.RawMessage, len(rec.ChannelVersions))
+	for ch, v := range rec.ChannelVersions {
+		val, err := m.value(rec.ThreadID, rec.NS, ch, v)
+		if err != nil {
+			return nil, err
+		}
+		out.Values[ch] = val
+	}
+	out.PendingWrites = slices.Clone(m.writes[key(rec.ThreadID, rec.NS, rec.CheckpointID)])
+	return &out, nil
+}
+
+func (m *MemoryCheckpointer) value(thread, ns, ch, version string) (json.RawMessage, error) {
+	var chain []graphserver.ChannelBlob
+	for v := version; ; {
+		b, ok := m.blobs[key(thread, ns, ch, v)]
+		if !ok {
+			return nil, fmt.Errorf("channel %s: missing blob version %s", ch, v)
+		}
+		chain = append(chain, b)
+		if b.Base == "" {
+			break
+		}
+		v = b.Base
+	}
+	if len(chain) == 1 {
+		return slices.Clone(chain[0].Data), nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(chain[len(chain)-1].Data, &list); err != nil {
+		return nil, fmt.Errorf("channel %s: base of delta is not a list: %w", ch, err)
+	}
+	for i := len(chain) - 2; i >= 0; i-- {
+		var add []json.RawMessage
+		if err := json.Unmarshal(chain[i].Data, &add); err != nil {
+			return nil, fmt.Errorf("channel %s: delta is not a list: %w", ch, err)
+		}
+		list = append(list, add...)
+	}
+	if list == nil {
+		list = []json.RawMessage{}
+	}
+	return json.Marshal(list)
+}
+
+func cloneJSON(o graphserver.Object) graphserver.Object {
+	if o == nil {
+		return nil
+	}
+	b, _ := json.Marshal(o)
+	var out graphserver.Object
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// contains reports whether doc contains sub (JSON containment).
+func contains(doc, sub any) bool {
+	switch s := sub.(type) {
+	case map[string]any:
+		d, ok := doc.(map[string]any)
+		if !ok {
+			if do, ok2 := doc.(graphserver.Object); ok2 {
+				d, ok = map[string]any(do), true
+			}
+		}
+		if !ok {
+			return len(s) == 0 && doc == nil
+		}
+		for k, v := range s {
+			dv, ok := d[k]
+			if !ok || !contains(dv, v) {
+				return false
+			}
+		}
+		return true
+	case graphserver.Object:
+		return contains(doc, map[string]any(s))
+	case []any:
+		d, ok := doc.([]any)
+		if !ok {
+			return false
+		}
+		for _, e := range s {
+			if !slices.ContainsFunc(d, func(x any) bool { return contains(x, e) }) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(normalizeOrSelf(doc), normalizeOrSelf(sub))
+}

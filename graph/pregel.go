@@ -1,0 +1,1049 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/graphserver/graphserver"
+)
+
+// task is one unit of work of a superstep.
+type task struct {
+	id       string
+	name     string
+	path     []any
+	pathKey  string
+	triggers []string
+	push     bool
+	arg      any
+	ns       string // checkpoint namespace of the task: <parent ns|>name:id
+
+	writes     []write
+	update     any
+	done       bool // finished before (its writes come from pending writes)
+	err        error
+	errRec     map[string]any
+	interrupts []graphserver.Interrupt
+	resume     []any
+	runErr     error
+}
+
+type write struct {
+	ch string
+	v  any
+}
+
+func (t *task) hidden() bool { return t.name == Start }
+
+// interruptError pauses a graph: it carries the interrupts raised (none for
+// a static breakpoint).
+type interruptError struct{ interrupts []graphserver.Interrupt }
+
+func (e *interruptError) Error() string { return "graph interrupted" }
+
+// ErrInterrupt is matched (errors.Is) by the error Interrupt returns to pause
+// the graph.
+var ErrInterrupt = errors.New("graph interrupted")
+
+func (e *interruptError) Is(target error) bool { return target == ErrInterrupt }
+
+// runner executes one graph (root or subgraph) in one namespace.
+type runner struct {
+	g       *Compiled
+	rc      *runCtx
+	ns      string
+	nsParts []string
+	parents map[string]string
+	track   tracker
+	saved   string // id of the last persisted checkpoint
+	save    *saveOp
+
+	resumeMap  map[string]any
+	nullResume func() (any, bool)
+	resumeMu   sync.Mutex
+	nullUsed   bool
+	nullValue  any
+	hasNull    bool
+}
+
+type saveOp struct {
+	done chan struct{}
+	err  error
+}
+
+func newRunner(g *Compiled, rc *runCtx, ns string) *runner {
+	r := &runner{g: g, rc: rc, ns: ns, track: tracker{}, parents: map[string]string{}}
+	if ns != "" {
+		r.nsParts = strings.Split(ns, "|")
+	}
+	return r
+}
+
+func (r *runner) visible() bool { return len(r.nsParts) == 0 || r.rc.req.Subgraphs }
+
+func (r *runner) emit(mode string, data any) {
+	if !r.rc.modes[mode] || !r.visible() {
+		return
+	}
+	event := mode
+	if mode == "messages-tuple" {
+		event = "messages"
+	}
+	r.rc.send(r.nsParts, event, data)
+}
+
+// persist writes c through the checkpointer (per durability).
+func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
+	if r.rc.durability == "exit" && !final {
+		return nil
+	}
+	if r.saved == c.id {
+		return nil
+	}
+	c.metadata = r.metadata(c.metadata)
+	rec, err := r.track.record(c, r.g, r.rc.threadID, r.rc.req.RunID, r.saved)
+	if err != nil {
+		return err
+	}
+	if err := r.waitSave(); err != nil {
+		return err
+	}
+	r.saved = c.id
+	op := &saveOp{done: make(chan struct{})}
+	r.save = op
+	put := func() {
+		defer close(op.done)
+		op.err = r.rc.cp.PutCheckpoint(context.WithoutCancel(ctx), rec)
+	}
+	if r.rc.durability == "async" && !final {
+		r.rc.wg.Go(put)
+		return nil
+	}
+	put()
+	return op.err
+}
+
+func (r *runner) waitSave() error {
+	if r.save == nil {
+		return nil
+	}
+	<-r.save.done
+	return r.save.err
+}
+
+func (r *runner) metadata(m graphserver.Object) graphserver.Object {
+	out := graphserver.Object{}
+	maps.Copy(out, r.rc.req.Metadata)
+	maps.Copy(out, m)
+	out["parents"] = maps.Clone(r.parents)
+	return out
+}
+
+// run executes the graph from input (hasInput) or a command, or continues
+// from the latest checkpoint. It returns the output values.
+func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphserver.Command, fromID string) (any, error) {
+	cs, err := load(ctx, r.rc.cp, r.rc.threadID, r.ns, fromID)
+	if err != nil {
+		return nil, err
+	}
+	fresh := cs == nil
+	if fresh {
+		cs = emptyCkpt(r.ns)
+	} else {
+		r.track.loaded(cs)
+		r.saved = cs.id
+	}
+	enterStep := cs.step + 1
+	limit := r.rc.recursionLimit
+	stop := enterStep + limit + 1
+	resuming := false
+	switch {
+	case cmd != nil:
+		if err := r.applyCommandInput(ctx, cs, cmd, fresh); err != nil {
+			return nil, err
+		}
+		resuming = !fresh
+	case hasInput:
+		cs, err = r.startInput(ctx, cs, input)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		if fresh {
+			return r.g.output(r.g.view(cs)), nil
+		}
+		resuming = true
+	}
+	if resuming {
+		r.applyNullWrites(cs)
+		if cs.seen[chInterrupt] == nil {
+			cs.seen[chInterrupt] = map[string]string{}
+		}
+		maps.Copy(cs.seen[chInterrupt], cs.versions)
+		maps.Copy(cs.seen[chInterrupt], cs.triggers)
+		r.emit("values", r.g.output(r.g.view(cs)))
+	}
+	for {
+		if err := context.Cause(ctx); err != nil {
+			return nil, r.exit(ctx, cs, nil, err)
+		}
+		step := cs.step + 1
+		tasks := r.g.prepare(cs, r.ns)
+		attachWrites(tasks, cs.pending)
+		if len(tasks) == 0 {
+			break
+		}
+		if step > stop {
+			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
+		}
+		if r.shouldInterrupt(cs, r.rc.before(r), tasks) {
+			r.emitInterrupt(nil)
+			return nil, r.exit(ctx, cs, nil, &interruptError{})
+		}
+		if err := r.runTasks(ctx, cs, tasks, step); err != nil {
+			return nil, r.exit(ctx, cs, tasks, err)
+		}
+		if err := context.Cause(ctx); err != nil {
+			return nil, r.exit(ctx, cs, tasks, err)
+		}
+		var intr []graphserver.Interrupt
+		interrupted := false
+		for _, t := range tasks {
+			if t.runErr != nil {
+				return nil, r.exit(ctx, cs, tasks, t.runErr)
+			}
+			if t.interrupts != nil {
+				interrupted = true
+				intr = append(intr, t.interrupts...)
+			}
+		}
+		if interrupted {
+			r.emitInterrupt(intr)
+			return nil, r.exit(ctx, cs, tasks, &interruptError{interrupts: intr})
+		}
+		next, updated, err := r.g.apply(cs, tasks, step, r.track, true)
+		if err != nil {
+			return nil, r.exit(ctx, cs, tasks, err)
+		}
+		cs = next
+		if err := r.persist(ctx, cs, false); err != nil {
+			return nil, err
+		}
+		r.rc.emitCheckpoint(r, cs)
+		if r.g.outputUpdated(updated) {
+			r.emit("values", r.g.output(r.g.view(cs)))
+		}
+		if r.shouldInterrupt(cs, r.rc.after(r), tasks) {
+			r.emitInterrupt(nil)
+			return nil, r.exit(ctx, cs, nil, &interruptError{})
+		}
+	}
+	if err := r.persist(ctx, cs, true); err != nil {
+		return nil, err
+	}
+	if err := r.waitSave(); err != nil {
+		return nil, err
+	}
+	return r.g.output(r.g.view(cs)), nil
+}
+
+// exit persists what must survive a pause or failure, then returns err.
+func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) error {
+	wctx := context.WithoutCancel(ctx)
+	if perr := r.persist(wctx, cs, true); perr != nil {
+		return errors.Join(err, perr)
+	}
+	if werr := r.waitSave(); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if r.rc.durability == "exit" {
+		for _, t := range tasks {
+			if !t.done && (t.writes != nil || t.interrupts != nil || t.errRec != nil) {
+				if perr := r.putWrites(wctx, cs, t); perr != nil {
+					return errors.Join(err, perr)
+				}
+			}
+		}
+	}
+	return err
+}
+
+func (r *runner) emitInterrupt(intr []graphserver.Interrupt) {
+	if intr == nil {
+		intr = []graphserver.Interrupt{}
+	}
+	r.emit("updates", map[string]any{chInterrupt: intr})
+	r.emit("values", map[string]any{chInterrupt: intr})
+}
+
+func (r *runner) shouldInterrupt(cs *ckpt, nodes []string, tasks []*task) bool {
+	if len(nodes) == 0 {
+		return false
+	}
+	seen := cs.seen[chInterrupt]
+	updated := false
+	for _, vs := range []map[string]string{cs.versions, cs.triggers} {
+		for ch, v := range vs {
+			if v > seen[ch] {
+				updated = true
+			}
+		}
+	}
+	if !updated {
+		return false
+	}
+	all := slices.Contains(nodes, "*")
+	for _, t := range tasks {
+		if t.hidden() {
+			continue
+		}
+		if all || slices.Contains(nodes, t.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// startInput writes the input checkpoint (source "input", with the pending
+// tasks of cs discarded).
+func (r *runner) startInput(ctx context.Context, cs *ckpt, input any) (*ckpt, error) {
+	tasks := r.g.prepare(cs, r.ns)
+	next := cs.next(cs.step+1, "input")
+	for _, t := range tasks {
+		if !t.push {
+			markSeen(next, cs, t)
+		}
+	}
+	next.sends = nil
+	next.start, next.hasStart = input, true
+	next.triggers[Start] = nextVersion(maxVersion(next))
+	if err := r.persist(ctx, next, false); err != nil {
+		return nil, err
+	}
+	r.rc.emitCheckpoint(r, next)
+	return next, nil
+}
+
+func markSeen(next, cs *ckpt, t *task) {
+	if next.seen[t.name] == nil {
+		next.seen[t.name] = map[string]string{}
+	}
+	for _, tr := range t.triggers {
+		if v, ok := cs.triggers[tr]; ok {
+			next.seen[t.name][tr] = v
+		}
+	}
+}
+
+// applyCommandInput saves a run's Command as writes of the null task.
+func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserver.Command, fresh bool) error {
+	var writes []write
+	if len(cmd.Update) > 0 && string(cmd.Update) != "null" {
+		ws, err := r.g.updateWrites(cmd.Update)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, ws...)
+	}
+	if len(cmd.Goto) > 0 && string(cmd.Goto) != "null" {
+		var g any
+		if err := json.Unmarshal(cmd.Goto, &g); err != nil {
+			return graphserver.Errorf(graphserver.EINVALID, "command.goto is not valid JSON")
+		}
+		ws, err := r.g.gotoWrites(gotoFromJSON(g))
+		if err != nil {
+			return err
+		}
+		writes = append(writes, ws...)
+	}
+	if len(cmd.Resume) > 0 && string(cmd.Resume) != "null" {
+		var v any
+		if err := json.Unmarshal(cmd.Resume, &v); err != nil {
+			return graphserver.Errorf(graphserver.EINVALID, "command.resume is not valid JSON")
+		}
+		if m, ok := v.(map[string]any); ok && len(m) > 0 && r.isResumeMap(ctx, cs, m) {
+			r.resumeMap = m
+		} else {
+			writes = append(writes, write{chResume, v})
+			r.nullValue, r.hasNull = v, true
+		}
+	}
+	if len(writes) == 0 && r.resumeMap == nil {
+		return graphserver.Errorf(graphserver.EINVALID, "Received empty Command input")
+	}
+	if fresh {
+		// nothing to resume: apply update and goto as a new superstep base
+		for _, w := range writes {
+			if w.ch != chResume {
+				cs.pending = append(cs.pending, graphserver.PendingWrite{TaskID: nullTaskID, Channel: w.ch, Value: mustJSON(w.v)})
+			}
+		}
+		r.applyNullWrites(cs)
+		cs.pending = nil
+		return nil
+	}
+	pws := make([]graphserver.PendingWrite, 0, len(writes))
+	for i, w := range writes {
+		pws = append(pws, graphserver.PendingWrite{TaskID: nullTaskID, TaskPath: "", Idx: i, Channel: w.ch, Value: mustJSON(w.v)})
+	}
+	if r.rc.durability != "exit" {
+		if err := r.rc.cp.PutWrites(ctx, r.rc.threadID, r.ns, cs.id, nullTaskID, pws); err != nil {
+			return err
+		}
+	}
+	cs.pending = slices.DeleteFunc(cs.pending, func(w graphserver.PendingWrite) bool { return w.TaskID == nullTaskID })
+	cs.pending = append(cs.pending, pws...)
+	return nil
+}
+
+// isResumeMap tells whether m maps interrupt ids to values (rather than
+// being a single object resume value).
+func (r *runner) isResumeMap(ctx context.Context, cs *ckpt, m map[string]any) bool {
+	ids := map[string]bool{}
+	r.collectInterruptIDs(ctx, cs, ids)
+	for k := range m {
+		if !ids[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *runner) collectInterruptIDs(ctx context.Context, cs *ckpt, ids map[string]bool) {
+	for _, w := range cs.pending {
+		if w.Channel == chInterrupt {
+			var l []graphserver.Interrupt
+			_ = json.Unmarshal(w.Value, &l)
+			for _, i := range l {
+				ids[i.ID] = true
+			}
+		}
+	}
+}
+
+// applyNullWrites applies the update/goto writes of a run's Command.
+func (r *runner) applyNullWrites(cs *ckpt) {
+	var ws []write
+	for _, pw := range cs.pending {
+		if pw.TaskID != nullTaskID || pw.Channel == chResume {
+			continue
+		}
+		var v any
+		_ = json.Unmarshal(pw.Value, &v)
+		ws = append(ws, write{pw.Channel, v})
+	}
+	if len(ws) == 0 {
+		return
+	}
+	t := &task{name: Input, writes: ws}
+	next, _, err := r.g.apply(cs, []*task{t}, cs.step, r.track, false)
+	if err != nil {
+		return
+	}
+	cs.values, cs.versions, cs.triggers, cs.sends = next.values, next.versions, next.triggers, next.sends
+}
+
+// prepare returns the tasks a checkpoint schedules: pushes (Sends) first,
+// then triggered nodes in name order.
+func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
+	var tasks []*task
+	mk := func(name string, path []any, pathKey string, triggers []string) *task {
+		id := taskID(cs.id, ns, pathKey)
+		tns := name + ":" + id
+		if ns != "" {
+			tns = ns + "|" + tns
+		}
+		return &task{id: id, name: name, path: path, pathKey: pathKey, triggers: triggers, ns: tns}
+	}
+	for i, s := range cs.sends {
+		t := mk(s.Node, []any{"__pregel_push", i}, fmt.Sprintf("__pregel_push/%010d", i), []string{"__pregel_push"})
+		t.push, t.arg = true, s.Arg
+		tasks = append(tasks, t)
+	}
+	if cs.hasStart && cs.triggers[Start] > cs.seen[Start][Start] {
+		tasks = append(tasks, mk(Start, []any{"__pregel_pull", Start}, "__pregel_pull/"+Start, []string{Start}))
+	}
+	for _, n := range g.order {
+		tr := "branch:to:" + n
+		if v, ok := cs.triggers[tr]; ok && v > cs.seen[n][tr] {
+			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, []string{tr}))
+		}
+	}
+	slices.SortStableFunc(tasks, func(a, b *task) int { return cmp.Compare(a.pathKey, b.pathKey) })
+	return tasks
+}
+
+// attachWrites gives tasks the pending writes saved for them.
+func attachWrites(tasks []*task, pending []graphserver.PendingWrite) {
+	byID := map[string]*task{}
+	for _, t := range tasks {
+		byID[t.id] = t
+	}
+	ws := slices.Clone(pending)
+	slices.SortStableFunc(ws, func(a, b graphserver.PendingWrite) int { return cmp.Compare(a.Idx, b.Idx) })
+	for _, w := range ws {
+		t := byID[w.TaskID]
+		if t == nil {
+			continue
+		}
+		var v any
+		_ = json.Unmarshal(w.Value, &v)
+		switch w.Channel {
+		case chError:
+			t.errRec, _ = v.(map[string]any)
+		case chInterrupt:
+			var l []graphserver.Interrupt
+			_ = json.Unmarshal(w.Value, &l)
+			t.interrupts = append(t.interrupts, l...)
+		case chResume:
+			if l, ok := v.([]any); ok {
+				t.resume = l
+			}
+		default:
+			t.done = true
+			if w.Channel != chNoWrites {
+				t.writes = append(t.writes, write{w.Channel, v})
+			}
+		}
+	}
+	for _, t := range tasks {
+		if t.done {
+			t.interrupts, t.errRec = nil, nil
+		}
+	}
+}
+
+// view returns the state at cs: stored values plus channel defaults.
+func (g *Compiled) view(cs *ckpt) State {
+	s := make(State, len(g.channels))
+	for k, c := range g.channels {
+		if v, ok := cs.values[k]; ok {
+			s[k] = v
+		} else if c.hasDef {
+			s[k] = c.def
+		}
+	}
+	return s
+}
+
+// output returns the output values of state s.
+func (g *Compiled) output(s State) any {
+	if g.root {
+		return s[chRoot]
+	}
+	out := make(map[string]any, len(g.outputKeys))
+	for _, k := range g.outputKeys {
+		if v, ok := s[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (g *Compiled) outputUpdated(updated []string) bool {
+	for _, u := range updated {
+		if slices.Contains(g.outputKeys, u) || (g.root && u == chRoot) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply applies the writes of finished tasks to cs, returning the next
+// checkpoint and the data channels updated.
+func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear bool) (*ckpt, []string, error) {
+	next := cs.next(step, "loop")
+	tasks = slices.Clone(tasks)
+	slices.SortStableFunc(tasks, func(a, b *task) int { return cmp.Compare(a.pathKey, b.pathKey) })
+	next.sends = nil
+	byChan := map[string][]any{}
+	var chOrder []string
+	written := map[string]bool{}
+	nv := nextVersion(maxVersion(cs))
+	for _, t := range tasks {
+		if t.name == Start && !t.push {
+			next.start, next.hasStart = nil, false
+		}
+		if !t.push && t.name != Input {
+			markSeen(next, cs, t)
+		}
+		if t.name == Input {
+			next.sends = cs.sends
+		}
+		for _, w := range t.writes {
+			switch {
+			case w.ch == chTasks:
+				var s Send
+				b, _ := json.Marshal(w.v)
+				_ = json.Unmarshal(b, &s)
+				next.sends = append(next.sends, s)
+			case strings.HasPrefix(w.ch, "branch:to:"):
+				if !written[w.ch] {
+					next.triggers[w.ch] = nv
+					written[w.ch] = true
+				}
+			default:
+				if _, ok := g.channels[w.ch]; !ok {
+					continue
+				}
+				if _, ok := byChan[w.ch]; !ok {
+					chOrder = append(chOrder, w.ch)
+				}
+				byChan[w.ch] = append(byChan[w.ch], w.v)
+			}
+		}
+	}
+	if clear {
+		// trigger channels last one step (LangGraph's ephemeral branch:to:*)
+		for ch := range next.triggers {
+			if !written[ch] {
+				delete(next.triggers, ch)
+				if ch == Start {
+					next.start, next.hasStart = nil, false
+				}
+			}
+		}
+	}
+	var updated []string
+	for _, k := range chOrder {
+		c := g.channels[k]
+		old, present := next.values[k]
+		if !present && c.hasDef {
+			old = c.def
+		}
+		v, appendOnly, err := c.update(k, old, present, byChan[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		if present && c.kind != kindLastValue && jsonEqual(old, v) {
+			continue
+		}
+		next.values[k] = v
+		next.versions[k] = nv
+		if track != nil {
+			track.changed(k, appendOnly && present)
+		}
+		updated = append(updated, k)
+	}
+	return next, updated, nil
+}
+
+// maxVersion returns the greatest version known at c. As in LangGraph, all
+// channels written in one step get the next version after it.
+func maxVersion(c *ckpt) string {
+	v := ""
+	for _, m := range []map[string]string{c.versions, c.triggers} {
+		for _, x := range m {
+			v = max(v, x)
+		}
+	}
+	for _, s := range c.seen {
+		for _, x := range s {
+			v = max(v, x)
+		}
+	}
+	return v
+}
+
+func jsonEqual(a, b any) bool {
+	if la, ok := a.([]any); ok {
+		lb, ok := b.([]any)
+		if !ok || len(la) != len(lb) {
+			return false
+		}
+		if len(la) > 0 && &la[0] == &lb[0] {
+			return true
+		}
+	}
+	ba, _ := json.Marshal(a)
+	bb, _ := json.Marshal(b)
+	return string(ba) == string(bb)
+}
+
+// runTasks runs the unfinished tasks of a step in parallel and records their
+// writes. It returns an error only for infrastructure failures.
+func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int) error {
+	state := r.g.view(cs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var perr error
+	for _, t := range tasks {
+		if t.done {
+			continue
+		}
+		t.interrupts, t.errRec = nil, nil
+		wg.Go(func() {
+			r.execTask(ctx, cs, state, t, step)
+			if err := r.putWrites(ctx, cs, t); err != nil {
+				mu.Lock()
+				perr = cmp.Or(perr, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return perr
+}
+
+func (r *runner) putWrites(ctx context.Context, cs *ckpt, t *task) error {
+	if r.rc.durability == "exit" && r.saved != cs.id {
+		return nil
+	}
+	if err := r.waitSave(); err != nil {
+		return err
+	}
+	var ws []write
+	switch {
+	case t.errRec != nil:
+		ws = []write{{chError, t.errRec}}
+	case t.interrupts != nil:
+		if len(t.resume) > 0 {
+			ws = append(ws, write{chResume, t.resume})
+		}
+		ws = append(ws, write{chInterrupt, t.interrupts})
+	default:
+		ws = t.writes
+		if len(ws) == 0 {
+			ws = []write{{chNoWrites, nil}}
+		}
+	}
+	pws := make([]graphserver.PendingWrite, len(ws))
+	for i, w := range ws {
+		pws[i] = graphserver.PendingWrite{TaskID: t.id, TaskPath: t.pathKey, Idx: i, Channel: w.ch, Value: mustJSON(w.v)}
+	}
+	return r.rc.cp.PutWrites(context.WithoutCancel(ctx), r.rc.threadID, r.ns, cs.id, t.id, pws)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// execTask runs one task and fills its writes, interrupts or error.
+func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, step int) {
+	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
+	ctx = context.WithValue(ctx, taskKey{}, tr)
+	r.rc.taskStart(r, t, step, state)
+	var in State
+	if t.push {
+		if m, ok := t.arg.(map[string]any); ok {
+			in = State(m)
+		} else {
+			in = State{}
+		}
+	} else {
+		in = state
+	}
+	out, err := r.call(ctx, tr, in)
+	if err == nil {
+		err = r.writesFor(ctx, cs, t, state, out)
+	}
+	var ie *interruptError
+	switch {
+	case errors.As(err, &ie):
+		t.interrupts = ie.interrupts
+		if t.interrupts == nil {
+			t.interrupts = []graphserver.Interrupt{}
+		}
+		t.writes = nil
+	case err != nil:
+		t.err = err
+		t.runErr = err
+		t.errRec = map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
+		t.writes = nil
+	}
+	r.rc.taskEnd(r, t, step, out)
+}
+
+func (r *runner) call(ctx context.Context, tr *taskRuntime, in State) (out any, err error) {
+	t := tr.t
+	defer func() {
+		if p := recover(); p != nil {
+			err = &NodeError{Name: "PanicError", Message: fmt.Sprintf("node %s panicked: %v\n%s", t.name, p, debug.Stack())}
+		}
+	}()
+	if t.name == Start && !t.push {
+		return nil, nil
+	}
+	n := r.g.nodes[t.name]
+	if n == nil {
+		return nil, fmt.Errorf("task of unknown node %q", t.name)
+	}
+	if n.subgraph != nil {
+		return r.callSubgraph(ctx, tr, n.subgraph, in)
+	}
+	return n.fn(ctx, in)
+}
+
+func (r *runner) callSubgraph(ctx context.Context, tr *taskRuntime, sub *Compiled, in State) (any, error) {
+	child := newRunner(sub, r.rc, tr.t.ns)
+	child.parents = maps.Clone(r.parents)
+	child.parents[r.ns] = tr.cs.id
+	child.resumeMap = r.resumeMap
+	child.nullResume = tr.takeNullResume
+	existing, err := load(ctx, r.rc.cp, r.rc.threadID, tr.t.ns, "")
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		return child.run(ctx, nil, false, nil, "")
+	}
+	return child.run(ctx, map[string]any(in), true, nil, "")
+}
+
+// writesFor turns a node's output into writes: channel updates, then the
+// edges and branches out of the node.
+func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, out any) error {
+	g := r.g
+	var ws []write
+	var gotoWs []write
+	if t.name == Start && !t.push {
+		iw, err := g.inputWrites(cs.start)
+		if err != nil {
+			return err
+		}
+		ws = iw
+	} else {
+		var cmd *Command
+		switch o := out.(type) {
+		case *Command:
+			cmd = o
+		case Command:
+			cmd = &o
+		}
+		upd := out
+		if cmd != nil {
+			upd = cmd.Update
+			if cmd.Goto != nil {
+				gw, err := g.gotoWrites(cmd.Goto)
+				if err != nil {
+					return err
+				}
+				gotoWs = gw
+			}
+		}
+		uw, update, err := g.nodeWrites(upd)
+		if err != nil {
+			return err
+		}
+		ws = uw
+		t.update = update
+	}
+	// edges
+	for _, to := range g.edges[t.name] {
+		if to != End {
+			ws = append(ws, write{"branch:to:" + to, nil})
+		}
+	}
+	if bs := g.branches[t.name]; len(bs) > 0 {
+		fresh := state
+		if len(ws) > 0 {
+			tmp := &ckpt{values: map[string]any{}, versions: map[string]string{}, triggers: map[string]string{}, seen: map[string]map[string]string{}}
+			for k, v := range state {
+				tmp.values[k] = v
+			}
+			next, _, err := g.apply(tmp, []*task{{name: Input, writes: ws}}, 0, nil, false)
+			if err == nil {
+				fresh = g.view(next)
+			}
+		}
+		for _, b := range bs {
+			res, err := callRouter(ctx, b.router, fresh)
+			if err != nil {
+				return err
+			}
+			bw, err := g.routeWrites(res, b.pathMap)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, bw...)
+		}
+	}
+	t.writes = append(ws, gotoWs...)
+	return nil
+}
+
+func callRouter(ctx context.Context, fn RouterFunc, s State) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &NodeError{Name: "PanicError", Message: fmt.Sprintf("router panicked: %v", p)}
+		}
+	}()
+	return fn(ctx, s), nil
+}
+
+func (g *Compiled) routeWrites(res any, pathMap map[string]string) ([]write, error) {
+	dest := func(n string) (string, error) {
+		if pathMap != nil {
+			d, ok := pathMap[n]
+			if !ok {
+				return "", &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("router returned %q, which is not in its path map", n)}
+			}
+			return d, nil
+		}
+		return n, nil
+	}
+	var ws []write
+	var add func(v any) error
+	add = func(v any) error {
+		switch v := v.(type) {
+		case nil:
+			return nil
+		case string:
+			d, err := dest(v)
+			if err != nil {
+				return err
+			}
+			if d == End {
+				return nil
+			}
+			if _, ok := g.nodes[d]; !ok {
+				return &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("router returned unknown node %q", d)}
+			}
+			ws = append(ws, write{"branch:to:" + d, nil})
+		case Send:
+			if _, ok := g.nodes[v.Node]; !ok {
+				return &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Send to unknown node %q", v.Node)}
+			}
+			arg, err := normalize(v.Arg)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, write{chTasks, Send{Node: v.Node, Arg: arg}})
+		case *Send:
+			return add(*v)
+		case []string:
+			for _, s := range v {
+				if err := add(s); err != nil {
+					return err
+				}
+			}
+		case []Send:
+			for _, s := range v {
+				if err := add(s); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, s := range v {
+				if err := add(s); err != nil {
+					return err
+				}
+			}
+		default:
+			return &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("router returned %T; want a node name, a Send or a list of them", v)}
+		}
+		return nil
+	}
+	return ws, add(res)
+}
+
+func (g *Compiled) gotoWrites(v any) ([]write, error) { return g.routeWrites(v, nil) }
+
+// gotoFromJSON converts a wire goto ({node, input} objects become Sends).
+func gotoFromJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		n, _ := v["node"].(string)
+		arg, ok := v["input"]
+		if !ok {
+			arg = v["arg"]
+		}
+		return Send{Node: n, Arg: arg}
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = gotoFromJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// nodeWrites turns a node's update into channel writes and the update shown
+// in the updates stream.
+func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
+	if upd == nil {
+		return nil, nil, nil
+	}
+	v, err := normalize(upd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if g.root {
+		return []write{{chRoot, v}}, v, nil
+	}
+	var ws []write
+	switch o := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(o)) {
+			if _, ok := g.channels[k]; ok {
+				ws = append(ws, write{k, o[k]})
+			}
+		}
+		return ws, o, nil
+	case []any:
+		// a list of [key, value] pairs
+		shown := map[string]any{}
+		for _, e := range o {
+			p, ok := e.([]any)
+			if !ok || len(p) != 2 {
+				return nil, nil, &NodeError{Name: "InvalidUpdateError", Message: "a list update must hold [key, value] pairs"}
+			}
+			k, _ := p[0].(string)
+			if _, ok := g.channels[k]; ok {
+				ws = append(ws, write{k, p[1]})
+				shown[k] = p[1]
+			}
+		}
+		return ws, shown, nil
+	case nil:
+		return nil, nil, nil
+	}
+	return nil, nil, &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Expected dict, got %v", v)}
+}
+
+// updateWrites decodes a Command.update or state update body.
+func (g *Compiled) updateWrites(raw json.RawMessage) ([]write, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, graphserver.Errorf(graphserver.EINVALID, "update is not valid JSON")
+	}
+	ws, _, err := g.nodeWrites(v)
+	return ws, err
+}
+
+// inputWrites maps run input to channel writes plus the edges out of Start.
+func (g *Compiled) inputWrites(input any) ([]write, error) {
+	if g.root {
+		return []write{{chRoot, input}}, nil
+	}
+	var ws []write
+	switch in := input.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(in)) {
+			if slices.Contains(g.inputKeys, k) {
+				ws = append(ws, write{k, in[k]})
+			}
+		}
+	case nil:
+	default:
+		return nil, &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Expected dict, got %v", input)}
+	}
+	return ws, nil
+}
+
+// timestamp formats t as the debug stream does.
+func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000+00:00") }

@@ -1,0 +1,535 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/graphserver/graphserver"
+)
+
+// runCtx is shared by the runners of one run (root and subgraphs).
+type runCtx struct {
+	req            *graphserver.GraphRun
+	emitFn         func(graphserver.StreamPart)
+	mu             sync.Mutex
+	modes          map[string]bool
+	cp             graphserver.Checkpointer
+	threadID       string
+	durability     string
+	recursionLimit int
+	config         graphserver.Object
+	configurable   map[string]any
+	wg             sync.WaitGroup
+	root           *runner
+
+	seenMsg map[string]bool
+	partial map[string]*Message
+	nodeRun map[string]string // task id -> events run id
+}
+
+func newRunCtx(req *graphserver.GraphRun, emit func(graphserver.StreamPart)) *runCtx {
+	rc := &runCtx{req: req, emitFn: emit, modes: map[string]bool{}, cp: req.Checkpointer, threadID: req.ThreadID,
+		durability: req.Durability, recursionLimit: 25, config: req.Config, seenMsg: map[string]bool{}, partial: map[string]*Message{}, nodeRun: map[string]string{}}
+	for _, m := range req.StreamModes {
+		rc.modes[m] = true
+	}
+	if rc.cp == nil {
+		rc.cp = NewMemoryCheckpointer()
+	}
+	if rc.threadID == "" {
+		rc.threadID = uuid.NewString()
+	}
+	switch rc.durability {
+	case "sync", "exit":
+	default:
+		rc.durability = "async"
+	}
+	if rc.config == nil {
+		rc.config = graphserver.Object{}
+	}
+	rc.configurable, _ = rc.config["configurable"].(map[string]any)
+	if c, ok := rc.config["configurable"].(graphserver.Object); ok {
+		rc.configurable = c
+	}
+	if rc.configurable == nil {
+		rc.configurable = map[string]any{}
+	}
+	switch l := rc.config["recursion_limit"].(type) {
+	case float64:
+		rc.recursionLimit = int(l)
+	case int:
+		rc.recursionLimit = l
+	}
+	if emit == nil {
+		rc.emitFn = func(graphserver.StreamPart) {}
+	}
+	return rc
+}
+
+func (rc *runCtx) send(ns []string, event string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		b = []byte("null")
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.emitFn(graphserver.StreamPart{Event: event, Namespace: slices.Clone(ns), Data: b})
+}
+
+func (rc *runCtx) before(r *runner) []string {
+	if r == rc.root {
+		return append(slices.Clone(r.g.before), rc.req.InterruptBefore...)
+	}
+	return r.g.before
+}
+
+func (rc *runCtx) after(r *runner) []string {
+	if r == rc.root {
+		return append(slices.Clone(r.g.after), rc.req.InterruptAfter...)
+	}
+	return r.g.after
+}
+
+// taskMeta is the metadata attached to message and event parts of a task.
+func (rc *runCtx) taskMeta(r *runner, t *task, step int) map[string]any {
+	m := map[string]any{}
+	for k, v := range rc.configurable {
+		if strings.HasPrefix(k, "__") {
+			continue
+		}
+		switch v.(type) {
+		case string, float64, int, bool:
+			m[k] = v
+		}
+	}
+	maps.Copy(m, rc.req.Metadata)
+	m["langgraph_step"] = step
+	m["langgraph_node"] = t.name
+	m["langgraph_triggers"] = t.triggers
+	m["langgraph_path"] = t.path
+	m["langgraph_checkpoint_ns"] = t.ns
+	m["checkpoint_ns"] = t.ns
+	return m
+}
+
+func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
+	if t.hidden() {
+		return
+	}
+	var input any = state
+	if t.push {
+		input = t.arg
+	}
+	payload := map[string]any{"id": t.id, "name": t.name, "input": input, "triggers": t.triggers}
+	r.emit("tasks", payload)
+	r.emit("debug", map[string]any{"type": "task", "step": step, "timestamp": timestamp(time.Now()), "payload": payload})
+	if rc.modes["messages-tuple"] || rc.modes["messages"] {
+		// messages already in the input are not re-emitted from the output
+		rc.mu.Lock()
+		for k, c := range r.g.channels {
+			if c.kind == kindMessages {
+				if l, ok := state[k].([]any); ok {
+					for _, m := range l {
+						if mm, ok := m.(map[string]any); ok {
+							if id, ok := mm["id"].(string); ok {
+								rc.seenMsg[id] = true
+							}
+						}
+					}
+				}
+			}
+		}
+		rc.mu.Unlock()
+	}
+	if rc.modes["events"] && r.visible() {
+		runID := uuid.NewString()
+		rc.mu.Lock()
+		rc.nodeRun[t.id] = runID
+		rc.mu.Unlock()
+		r.emit("events", map[string]any{"event": "on_chain_start", "name": t.name, "run_id": runID, "parent_ids": []string{rc.req.RunID},
+			"tags": []string{"graph:step:" + itoa(step)}, "metadata": rc.taskMeta(r, t, step), "data": map[string]any{"input": input}})
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
+	var result [][2]any
+	for _, w := range t.writes {
+		if _, ok := r.g.channels[w.ch]; ok || w.ch == chRoot {
+			result = append(result, [2]any{w.ch, w.v})
+		}
+	}
+	if result == nil {
+		result = [][2]any{}
+	}
+	if t.hidden() {
+		return
+	}
+	if t.interrupts == nil && t.errRec == nil {
+		r.emit("updates", map[string]any{t.name: t.update})
+		rc.outputMessages(r, t, step)
+	}
+	var errStr any
+	if t.errRec != nil {
+		errStr = pyRepr(t.errRec)
+	}
+	intr := t.interrupts
+	if intr == nil {
+		intr = []graphserver.Interrupt{}
+	}
+	payload := map[string]any{"id": t.id, "name": t.name, "error": errStr, "result": result, "interrupts": intr}
+	r.emit("tasks", payload)
+	r.emit("debug", map[string]any{"type": "task_result", "step": step, "timestamp": timestamp(time.Now()), "payload": payload})
+	if rc.modes["events"] && r.visible() {
+		rc.mu.Lock()
+		runID := rc.nodeRun[t.id]
+		rc.mu.Unlock()
+		r.emit("events", map[string]any{"event": "on_chain_end", "name": t.name, "run_id": runID, "parent_ids": []string{rc.req.RunID},
+			"tags": []string{"graph:step:" + itoa(step)}, "metadata": rc.taskMeta(r, t, step), "data": map[string]any{"output": t.update}})
+	}
+}
+
+func pyRepr(rec map[string]any) string {
+	name, _ := rec["error"].(string)
+	msg, _ := rec["message"].(string)
+	b, _ := json.Marshal(msg)
+	s := string(b)
+	return name + "(" + "'" + strings.ReplaceAll(s[1:len(s)-1], "'", "\\'") + "')"
+}
+
+// outputMessages emits the messages a node wrote that were not streamed.
+func (rc *runCtx) outputMessages(r *runner, t *task, step int) {
+	if !(rc.modes["messages-tuple"] || rc.modes["messages"]) || !r.visible() {
+		return
+	}
+	for _, w := range t.writes {
+		c := r.g.channels[w.ch]
+		if c == nil || c.kind != kindMessages {
+			continue
+		}
+		for _, m := range Messages(w.v) {
+			if m.Type == RemoveMessage {
+				continue
+			}
+			if m.ID != "" {
+				rc.mu.Lock()
+				seen := rc.seenMsg[m.ID]
+				rc.seenMsg[m.ID] = true
+				rc.mu.Unlock()
+				if seen {
+					continue
+				}
+			}
+			meta := rc.taskMeta(r, t, step)
+			meta["tags"] = []string{}
+			mv := messageValue(m)
+			r.emit("messages-tuple", []any{mv, meta})
+			if rc.modes["messages"] {
+				r.emit("messages/metadata", map[string]any{m.ID: map[string]any{"metadata": meta}})
+				r.emit("messages/complete", []any{mv})
+			}
+		}
+	}
+}
+
+func (rc *runCtx) emitLegacy(r *runner, event string, data any) {
+	if rc.modes["messages"] && r.visible() {
+		rc.send(r.nsParts, event, data)
+	}
+}
+
+// emitCheckpoint emits the checkpoints and debug parts of a new checkpoint.
+func (rc *runCtx) emitCheckpoint(r *runner, c *ckpt) {
+	if !(rc.modes["checkpoints"] || rc.modes["debug"]) || !r.visible() {
+		return
+	}
+	snap := r.g.snapshot(rc.threadID, c, false, nil)
+	payload := map[string]any{
+		"config":        map[string]any{"configurable": map[string]any{"thread_id": rc.threadID, "checkpoint_ns": c.ns, "checkpoint_id": c.id}},
+		"parent_config": nil,
+		"values":        snap.Values,
+		"metadata":      r.metadata(c.metadata),
+		"next":          orEmptyStrings(snap.Next),
+		"tasks":         snapTasks(snap.Tasks),
+	}
+	if c.parentID != "" {
+		payload["parent_config"] = map[string]any{"configurable": map[string]any{"thread_id": rc.threadID, "checkpoint_ns": c.ns, "checkpoint_id": c.parentID}}
+	}
+	if rc.modes["checkpoints"] && r.visible() {
+		rc.send(r.nsParts, "checkpoints", payload)
+	}
+	if rc.modes["debug"] && r.visible() {
+		rc.send(r.nsParts, "debug", map[string]any{"type": "checkpoint", "step": c.step, "timestamp": timestamp(c.createdAt), "payload": payload})
+	}
+}
+
+func orEmptyStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func snapTasks(ts []graphserver.Task) []map[string]any {
+	out := []map[string]any{}
+	for _, t := range ts {
+		intr := t.Interrupts
+		if intr == nil {
+			intr = []graphserver.Interrupt{}
+		}
+		m := map[string]any{"id": t.ID, "name": t.Name, "interrupts": intr}
+		if t.Error != nil {
+			m["error"] = *t.Error
+		}
+		if t.Result != nil {
+			m["result"] = t.Result
+		}
+		if t.Checkpoint != nil {
+			m["state"] = map[string]any{"configurable": map[string]any{"thread_id": t.Checkpoint.ThreadID, "checkpoint_ns": t.Checkpoint.CheckpointNS}}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// taskKey keys the taskRuntime in a node's ctx.
+type taskKey struct{}
+
+type taskRuntime struct {
+	r       *runner
+	t       *task
+	step    int
+	cs      *ckpt
+	mu      sync.Mutex
+	idx     int
+	usedMap bool
+}
+
+func taskFrom(ctx context.Context) *taskRuntime {
+	tr, _ := ctx.Value(taskKey{}).(*taskRuntime)
+	return tr
+}
+
+// takeNullResume consumes the run's single resume value (once per run and
+// namespace), falling back to the parent graph's.
+func (tr *taskRuntime) takeNullResume() (any, bool) {
+	r := tr.r
+	r.resumeMu.Lock()
+	if r.hasNull && !r.nullUsed {
+		r.nullUsed = true
+		v := r.nullValue
+		r.resumeMu.Unlock()
+		return v, true
+	}
+	r.resumeMu.Unlock()
+	if r.nullResume != nil {
+		return r.nullResume()
+	}
+	return nil, false
+}
+
+// Interrupt pauses the graph inside a node, surfacing value to the client
+// (in the state's tasks[].interrupts and the __interrupt__ stream parts).
+//
+// The first time, it returns (nil, err) where errors.Is(err, ErrInterrupt):
+// the node must return err. When the run is resumed with Command{resume},
+// the node runs again from the start and Interrupt returns the resume value
+// (the n-th call in a node gets the n-th resume value). A resume map
+// {interrupt_id: value} targets one interrupt.
+func Interrupt(ctx context.Context, value any) (any, error) {
+	tr := taskFrom(ctx)
+	if tr == nil {
+		return nil, errors.New("graph.Interrupt called outside a graph node")
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	i := tr.idx
+	tr.idx++
+	if i < len(tr.t.resume) {
+		return tr.t.resume[i], nil
+	}
+	id := interruptID(tr.t.ns)
+	if !tr.usedMap && tr.r.resumeMap != nil {
+		if v, ok := tr.r.resumeMap[id]; ok {
+			tr.usedMap = true
+			tr.t.resume = append(tr.t.resume, v)
+			return v, nil
+		}
+	}
+	if v, ok := tr.takeNullResume(); ok {
+		tr.t.resume = append(tr.t.resume, v)
+		return v, nil
+	}
+	nv, err := normalize(value)
+	if err != nil {
+		return nil, err
+	}
+	return nil, &interruptError{interrupts: []graphserver.Interrupt{{Value: nv, ID: id}}}
+}
+
+// Config returns the run's config (with "configurable"); nil outside a run.
+func Config(ctx context.Context) graphserver.Object {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.r.rc.config
+	}
+	return nil
+}
+
+// Configurable returns config["configurable"] of the run (never nil in a run).
+func Configurable(ctx context.Context) map[string]any {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.r.rc.configurable
+	}
+	return nil
+}
+
+// RuntimeContext returns the run's context object (GraphRun.Context).
+func RuntimeContext(ctx context.Context) graphserver.Object {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.r.rc.req.Context
+	}
+	return nil
+}
+
+// GetStore returns the run's store, nil if it has none.
+func GetStore(ctx context.Context) graphserver.Store {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.r.rc.req.Store
+	}
+	return nil
+}
+
+// NodeName returns the name of the running node ("" outside a node).
+func NodeName(ctx context.Context) string {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.t.name
+	}
+	return ""
+}
+
+// Step returns the current superstep.
+func Step(ctx context.Context) int {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.step
+	}
+	return 0
+}
+
+// Namespace returns the checkpoint namespace of the running task
+// ("<node>:<task_id>", nested levels joined by "|").
+func Namespace(ctx context.Context) string {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.t.ns
+	}
+	return ""
+}
+
+// TaskID returns the id of the running task.
+func TaskID(ctx context.Context) string {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.t.id
+	}
+	return ""
+}
+
+// TaskInput returns the argument of a task started by Send (nil for a task
+// triggered by an edge).
+func TaskInput(ctx context.Context) any {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.t.arg
+	}
+	return nil
+}
+
+// StreamWriter returns a function emitting its argument as a "custom" stream
+// part (a no-op outside a node or when custom is not streamed).
+func StreamWriter(ctx context.Context) func(any) {
+	tr := taskFrom(ctx)
+	if tr == nil {
+		return func(any) {}
+	}
+	return func(v any) { tr.r.emit("custom", v) }
+}
+
+// MessageStream streams one chat-model reply token by token: it feeds the
+// messages-tuple, legacy messages and events stream modes. Get one from
+// StreamMessage; it is not safe for concurrent use.
+type MessageStream struct {
+	tr    *taskRuntime
+	acc   Message
+	runID string
+	meta  map[string]any
+	first bool
+}
+
+// StreamMessage starts streaming an AI message with the given id (a UUID
+// when empty) from the running node. Call Chunk for each piece of content,
+// then End for the assembled message, which the node returns in its update.
+func StreamMessage(ctx context.Context, id string) *MessageStream {
+	if id == "" {
+		id = uuid.NewString()
+	}
+	s := &MessageStream{tr: taskFrom(ctx), acc: Message{Type: AIMessage, Content: "", ID: id, Chunks: true}, runID: uuid.NewString(), first: true}
+	if s.tr == nil {
+		return s
+	}
+	r, rc := s.tr.r, s.tr.r.rc
+	s.meta = rc.taskMeta(r, s.tr.t, s.tr.step)
+	s.meta["tags"] = []string{}
+	s.meta["ls_provider"] = "graphserver"
+	s.meta["ls_model_type"] = "chat"
+	if rc.modes["events"] {
+		r.emit("events", map[string]any{"event": "on_chat_model_start", "name": "ChatModel", "run_id": s.runID, "parent_ids": s.parents(),
+			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"input": map[string]any{"messages": [][]any{{}}}}})
+	}
+	return s
+}
+
+func (s *MessageStream) parents() []string {
+	rc := s.tr.r.rc
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return []string{rc.req.RunID, rc.nodeRun[s.tr.t.id]}
+}
+
+// Chunk streams one piece of the message's content.
+func (s *MessageStream) Chunk(content string) {
+	s.acc.Content = s.acc.Text() + content
+	if s.tr == nil {
+		return
+	}
+	r, rc := s.tr.r, s.tr.r.rc
+	chunk := map[string]any{"content": content, "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
+		"type": "AIMessageChunk", "name": nil, "id": s.acc.ID, "example": false, "tool_calls": []any{}, "invalid_tool_calls": []any{},
+		"usage_metadata": nil, "tool_call_chunks": []any{}}
+	rc.mu.Lock()
+	rc.seenMsg[s.acc.ID] = true
+	rc.mu.Unlock()
+	r.emit("messages-tuple", []any{chunk, s.meta})
+	if s.first {
+		rc.emitLegacy(r, "messages/metadata", map[string]any{s.acc.ID: map[string]any{"metadata": s.meta}})
+		s.first = false
+	}
+	rc.emitLegacy(r, "messages/partial", []any{messageValue(s.acc)})
+	if rc.modes["events"] {
+		r.emit("events", map[string]any{"event": "on_chat_model_stream", "name": "ChatModel", "run_id": s.runID, "parent_ids": s.parents(),
+			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"chunk": chunk}})
+	}
+}
+
+// End finishes the stream and returns the assembled AI message.
+func (s *MessageStream) End() Message {
+	if s.tr != nil && s.tr.r.rc.modes["events"] {
+		s.tr.r.emit("events", map[string]any{"event": "on_chat_model_end", "name": "ChatModel", "run_id": s.runID, "parent_ids": s.parents(),
+			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"output": messageValue(s.acc)}})
+	}
+	return s.acc
+}

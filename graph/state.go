@@ -1,0 +1,461 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/graphserver/graphserver"
+)
+
+// Run executes the graph once (see graphserver.Graph). A pause at an
+// interrupt or breakpoint returns nil; a failing node's error is returned as
+// the node returned it (its ErrorName, if any, names it).
+func (c *Compiled) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	rc := newRunCtx(req, emit)
+	var input any
+	hasInput := false
+	if len(req.Input) > 0 && string(req.Input) != "null" && req.Command == nil {
+		if err := json.Unmarshal(req.Input, &input); err != nil {
+			return graphserver.Errorf(graphserver.EINVALID, "input is not valid JSON")
+		}
+		hasInput = true
+	}
+	fromID, _ := rc.configurable["checkpoint_id"].(string)
+	r := newRunner(c, rc, "")
+	rc.root = r
+	if rc.modes["events"] {
+		rc.send(nil, "events", map[string]any{"event": "on_chain_start", "name": c.name, "run_id": req.RunID, "parent_ids": []string{},
+			"tags": []string{}, "metadata": graphserver.Object(req.Metadata), "data": map[string]any{"input": input}})
+	}
+	out, err := r.run(ctx, input, hasInput, req.Command, fromID)
+	rc.wg.Wait()
+	if serr := r.waitSave(); err == nil && serr != nil {
+		err = serr
+	}
+	var ie *interruptError
+	if errors.As(err, &ie) {
+		return nil
+	}
+	if err != nil {
+		if cerr := context.Cause(ctx); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	if rc.modes["events"] {
+		rc.send(nil, "events", map[string]any{"event": "on_chain_end", "name": c.name, "run_id": req.RunID, "parent_ids": []string{},
+			"tags": []string{}, "metadata": graphserver.Object(req.Metadata), "data": map[string]any{"output": out}})
+	}
+	return nil
+}
+
+// Invoke runs the graph on input without persistence (or with cp, if not
+// nil, on thread threadID) and returns its output values. It is a
+// convenience for tests and programs; a pause returns the values so far.
+func (c *Compiled) Invoke(ctx context.Context, input any, cfg *graphserver.GraphRun) (any, error) {
+	req := graphserver.GraphRun{}
+	if cfg != nil {
+		req = *cfg
+	}
+	if req.Checkpointer == nil {
+		req.Checkpointer = NewMemoryCheckpointer()
+	}
+	if req.ThreadID == "" {
+		req.ThreadID = "invoke"
+	}
+	if input != nil {
+		b, err := json.Marshal(input)
+		if err != nil {
+			return nil, err
+		}
+		req.Input = b
+	}
+	if err := c.Run(ctx, &req, nil); err != nil {
+		return nil, err
+	}
+	st, err := c.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: req.ThreadID}, Checkpointer: req.Checkpointer})
+	if err != nil {
+		return nil, err
+	}
+	return st.Values, nil
+}
+
+// graphFor returns the (sub)graph that owns namespace ns.
+func (c *Compiled) graphFor(ns string) (*Compiled, error) {
+	g := c
+	if ns == "" {
+		return g, nil
+	}
+	for _, part := range strings.Split(ns, "|") {
+		name, _, _ := strings.Cut(part, ":")
+		n := g.nodes[name]
+		if n == nil || n.subgraph == nil {
+			return nil, graphserver.Errorf(graphserver.ENOTFOUND, "subgraph %q not found", ns)
+		}
+		g = n.subgraph
+	}
+	return g, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func cpRef(threadID, ns, id string) *graphserver.Checkpoint {
+	if id == "" {
+		return nil
+	}
+	return &graphserver.Checkpoint{ThreadID: threadID, CheckpointNS: ns, CheckpointID: ptr(id)}
+}
+
+// snapshot builds the ThreadState of c. expand, when set, gives the state of
+// a subgraph task (nil: only a pointer to its namespace).
+//
+// As in LangGraph, applyPending (for the latest checkpoint) applies the
+// writes of tasks that already finished to the values and leaves them out
+// of Next.
+func (g *Compiled) snapshot(threadID string, c *ckpt, applyPending bool, expand func(t *task) *graphserver.ThreadState) *graphserver.ThreadState {
+	tasks := g.prepare(c, c.ns)
+	attachWrites(tasks, c.pending)
+	values := g.view(c)
+	if applyPending {
+		var done []*task
+		for _, t := range tasks {
+			if t.done {
+				done = append(done, t)
+			}
+		}
+		if len(done) > 0 {
+			if next, _, err := g.apply(c, done, c.step, nil, false); err == nil {
+				values = g.view(next)
+			}
+		}
+	}
+	st := &graphserver.ThreadState{
+		Values:     g.output(values),
+		Checkpoint: cpRef(threadID, c.ns, c.id), ParentCheckpoint: cpRef(threadID, c.ns, c.parentID),
+		Metadata: c.metadata, Next: []string{}, Tasks: []graphserver.Task{}, Interrupts: []graphserver.Interrupt{},
+	}
+	if c.id != "" {
+		st.CheckpointID = ptr(c.id)
+		st.CreatedAt = ptr(c.createdAt)
+	}
+	if c.parentID != "" {
+		st.ParentCheckpointID = ptr(c.parentID)
+	}
+	if st.Metadata == nil {
+		st.Metadata = graphserver.Object{}
+	}
+	for _, t := range tasks {
+		gt := graphserver.Task{ID: t.id, Name: t.name, Path: t.path, Interrupts: t.interrupts}
+		if t.errRec != nil {
+			gt.Error = ptr(pyRepr(t.errRec))
+		}
+		if t.done && applyPending {
+			res := map[string]any{}
+			for _, w := range t.writes {
+				if _, ok := g.channels[w.ch]; ok {
+					res[w.ch] = w.v
+				}
+			}
+			gt.Result = res
+		}
+		if !t.done || !applyPending {
+			st.Next = append(st.Next, t.name)
+		}
+		if n := g.nodes[t.name]; n != nil && n.subgraph != nil {
+			if expand != nil {
+				gt.State = expand(t)
+			}
+			if gt.State == nil {
+				gt.Checkpoint = &graphserver.Checkpoint{ThreadID: threadID, CheckpointNS: t.ns}
+			}
+		}
+		st.Interrupts = append(st.Interrupts, t.interrupts...)
+		st.Tasks = append(st.Tasks, gt)
+	}
+	return st
+}
+
+func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, threadID string, g *Compiled, cs *ckpt, subgraphs, latest bool) *graphserver.ThreadState {
+	var expand func(t *task) *graphserver.ThreadState
+	if subgraphs {
+		expand = func(t *task) *graphserver.ThreadState {
+			sub := g.nodes[t.name].subgraph
+			child, err := load(ctx, cp, threadID, t.ns, "")
+			if err != nil || child == nil {
+				return nil
+			}
+			return c.stateAt(ctx, cp, threadID, sub, child, true, true)
+		}
+	}
+	return g.snapshot(threadID, cs, latest, expand)
+}
+
+// State returns the state at req.Checkpoint (see graphserver.Graph).
+func (c *Compiled) State(ctx context.Context, req *graphserver.StateRequest) (*graphserver.ThreadState, error) {
+	ns := req.Checkpoint.CheckpointNS
+	g, err := c.graphFor(ns)
+	if err != nil {
+		return nil, err
+	}
+	if req.Checkpointer == nil {
+		return emptyState(), nil
+	}
+	id := ""
+	if req.Checkpoint.CheckpointID != nil {
+		id = *req.Checkpoint.CheckpointID
+	}
+	cs, err := load(ctx, req.Checkpointer, req.Checkpoint.ThreadID, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		return emptyState(), nil
+	}
+	return c.stateAt(ctx, req.Checkpointer, req.Checkpoint.ThreadID, g, cs, req.Subgraphs, id == ""), nil
+}
+
+func emptyState() *graphserver.ThreadState {
+	return &graphserver.ThreadState{Values: map[string]any{}, Next: []string{}, Tasks: []graphserver.Task{}, Interrupts: []graphserver.Interrupt{}}
+}
+
+// History lists the checkpoints of one namespace, newest first.
+func (c *Compiled) History(ctx context.Context, req *graphserver.HistoryRequest) ([]*graphserver.ThreadState, error) {
+	ns := req.Checkpoint.CheckpointNS
+	g, err := c.graphFor(ns)
+	if err != nil {
+		return nil, err
+	}
+	if req.Checkpointer == nil {
+		return []*graphserver.ThreadState{}, nil
+	}
+	before := req.Before
+	if req.Checkpoint.CheckpointID != nil && *req.Checkpoint.CheckpointID != "" {
+		upTo := *req.Checkpoint.CheckpointID + "\x00"
+		if before == "" || upTo < before {
+			before = upTo
+		}
+	}
+	recs, err := req.Checkpointer.ListCheckpoints(ctx, req.Checkpoint.ThreadID, graphserver.CheckpointListOptions{NS: ns, Before: before, Limit: req.Limit, Metadata: req.Metadata})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*graphserver.ThreadState, 0, len(recs))
+	for _, rec := range recs {
+		cs, err := fromRecord(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g.snapshot(req.Checkpoint.ThreadID, cs, false, nil))
+	}
+	return out, nil
+}
+
+// UpdateState writes req.Values as if node req.AsNode had returned them
+// (see graphserver.Graph). AsNode may also be Start (values go through the
+// input mapping and the edges out of Start), Input (a new input checkpoint),
+// End with no values (drop pending tasks) or Copy (fork the checkpoint).
+// An empty AsNode is the node that ran last; EINVALID if that is ambiguous.
+func (c *Compiled) UpdateState(ctx context.Context, req *graphserver.UpdateStateRequest) (*graphserver.Checkpoint, error) {
+	if req.Checkpointer == nil {
+		return nil, graphserver.Errorf(graphserver.EBADREQUEST, "update state needs a checkpointer")
+	}
+	ns := req.Checkpoint.CheckpointNS
+	g, err := c.graphFor(ns)
+	if err != nil {
+		return nil, err
+	}
+	threadID := req.Checkpoint.ThreadID
+	id := ""
+	if req.Checkpoint.CheckpointID != nil {
+		id = *req.Checkpoint.CheckpointID
+	}
+	cs, err := load(ctx, req.Checkpointer, threadID, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	fresh := cs == nil
+	rc := newRunCtx(&graphserver.GraphRun{ThreadID: threadID, Config: req.Config, Metadata: req.Metadata, Durability: "sync", Checkpointer: req.Checkpointer, Store: req.Store}, nil)
+	r := newRunner(g, rc, ns)
+	if fresh {
+		cs = emptyCkpt(ns)
+	} else {
+		r.track.loaded(cs)
+		r.saved = cs.id
+		if p, ok := cs.metadata["parents"].(map[string]any); ok {
+			for k, v := range p {
+				if s, ok := v.(string); ok {
+					r.parents[k] = s
+				}
+			}
+		}
+	}
+	var values any
+	hasValues := len(req.Values) > 0 && string(req.Values) != "null"
+	if hasValues {
+		if err := json.Unmarshal(req.Values, &values); err != nil {
+			return nil, graphserver.Errorf(graphserver.EINVALID, "values is not valid JSON")
+		}
+	}
+	asNode := req.AsNode
+	if asNode == "" && req.Command == nil {
+		asNode, err = g.inferAsNode(cs)
+		if err != nil {
+			return nil, err
+		}
+	}
+	save := func(next *ckpt) (*graphserver.Checkpoint, error) {
+		if err := r.persist(ctx, next, true); err != nil {
+			return nil, err
+		}
+		return &graphserver.Checkpoint{ThreadID: threadID, CheckpointNS: ns, CheckpointID: ptr(next.id)}, nil
+	}
+	switch asNode {
+	case Copy:
+		next := cs.next(cs.step+1, "fork")
+		return save(next)
+	case Input:
+		next := cs.next(cs.step+1, "input")
+		for _, t := range g.prepare(cs, ns) {
+			if !t.push {
+				markSeen(next, cs, t)
+			}
+		}
+		next.sends = nil
+		next.start, next.hasStart = values, true
+		next.triggers[Start] = nextVersion(maxVersion(next))
+		return save(next)
+	}
+	if _, ok := g.nodes[asNode]; !ok && asNode != Start && asNode != End && req.Command == nil {
+		return nil, graphserver.Errorf(graphserver.EINVALID, "Node %s does not exist", asNode)
+	}
+	// apply the writes of tasks that finished at the latest checkpoint
+	base := cs
+	if id == "" && len(cs.pending) > 0 {
+		tasks := g.prepare(cs, ns)
+		attachWrites(tasks, cs.pending)
+		var done []*task
+		for _, t := range tasks {
+			if t.done {
+				done = append(done, t)
+			}
+		}
+		r.applyNullWrites(cs)
+		if len(done) > 0 {
+			if base, _, err = g.apply(cs, done, cs.step, r.track, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	next := base.next(cs.step+1, "update")
+	next.parentID = cs.id
+	if asNode == End && !hasValues {
+		for _, t := range g.prepare(base, ns) {
+			if !t.push {
+				markSeen(next, base, t)
+			}
+		}
+		next.sends = nil
+		next, _, err = g.apply(next, nil, cs.step+1, r.track, true)
+		if err != nil {
+			return nil, err
+		}
+		next.metadata = graphserver.Object{"source": "update", "step": cs.step + 1}
+		next.parentID = cs.id
+		return save(next)
+	}
+	t := &task{name: asNode, path: []any{}}
+	state := g.view(base)
+	var out any = values
+	if req.Command != nil {
+		cmd := &Command{}
+		if len(req.Command.Update) > 0 {
+			_ = json.Unmarshal(req.Command.Update, &cmd.Update)
+		}
+		if len(req.Command.Goto) > 0 {
+			var gt any
+			_ = json.Unmarshal(req.Command.Goto, &gt)
+			cmd.Goto = gotoFromJSON(gt)
+		}
+		out = cmd
+	}
+	if asNode == Start {
+		ws, err := g.inputWrites(values)
+		if err != nil {
+			return nil, err
+		}
+		t.writes = ws
+		out = nil
+		tmp := *base
+		tmp.start = values
+		if err := r.writesForUpdate(ctx, &tmp, t, state, out); err != nil {
+			return nil, err
+		}
+	} else if asNode == End || asNode == "" {
+		uw, _, err := g.nodeWrites(values)
+		if err != nil {
+			return nil, err
+		}
+		t.writes = uw
+		if cmd, ok := out.(*Command); ok {
+			cw, _, err := g.nodeWrites(cmd.Update)
+			if err != nil {
+				return nil, err
+			}
+			gw, err := g.gotoWrites(cmd.Goto)
+			if err != nil {
+				return nil, err
+			}
+			t.writes = append(append(t.writes, cw...), gw...)
+		}
+	} else if err := r.writesForUpdate(ctx, base, t, state, out); err != nil {
+		return nil, err
+	}
+	t.name = Input // no versions_seen for the update task
+	applied, _, err := g.apply(base, []*task{t}, cs.step+1, r.track, true)
+	if err != nil {
+		return nil, err
+	}
+	applied.metadata = graphserver.Object{"source": "update", "step": cs.step + 1}
+	maps.Copy(applied.metadata, req.Metadata)
+	applied.parentID = cs.id
+	applied.createdAt = time.Now().UTC()
+	return save(applied)
+}
+
+func (r *runner) writesForUpdate(ctx context.Context, cs *ckpt, t *task, state State, out any) error {
+	return r.writesFor(ctx, cs, t, state, out)
+}
+
+// inferAsNode picks the node an update is attributed to when none is given.
+func (g *Compiled) inferAsNode(cs *ckpt) (string, error) {
+	if len(g.nodes) == 1 {
+		for n := range g.nodes {
+			return n, nil
+		}
+	}
+	best, bestV, tie := "", "", false
+	for n, seen := range cs.seen {
+		if _, ok := g.nodes[n]; !ok && n != Start {
+			continue
+		}
+		for _, v := range seen {
+			switch {
+			case v > bestV:
+				best, bestV, tie = n, v, false
+			case v == bestV && n != best:
+				tie = true
+			}
+		}
+	}
+	if best == "" {
+		return Start, nil
+	}
+	if tie {
+		return "", graphserver.Errorf(graphserver.EINVALID, "Ambiguous update, specify as_node")
+	}
+	return best, nil
+}
