@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Checkpoints", exerciseCheckpoints},
 		{"Concurrency", exerciseConcurrency},
 		{"Store", exerciseStore},
+		// Runs, crons and webhooks add their exercise functions here.
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
