@@ -76,7 +76,9 @@ type AssistantSearch struct {
 	SortOrder string   `json:"sort_order,omitempty"` // asc|desc
 	Select    []string `json:"select,omitempty"`
 
-	// Filter is the access-control filter on metadata (not settable over HTTP).
+	// Filter narrows by metadata with Filter operators. In-process callers
+	// may set it; the Server ANDs the caller's access-control filter onto it.
+	// It is not settable over HTTP.
 	Filter Filter `json:"-"`
 }
 
@@ -85,7 +87,7 @@ type AssistantVersionSearch struct {
 	Metadata Metadata `json:"metadata,omitempty"`
 	Limit    int      `json:"limit,omitempty"`
 	Offset   int      `json:"offset,omitempty"`
-	Filter   Filter   `json:"-"`
+	Filter   Filter   `json:"-"` // as AssistantSearch.Filter
 }
 
 // AssistantSortColumns are the values sort_by accepts on assistant search.
@@ -243,7 +245,7 @@ func (s *Server) SearchAssistants(ctx context.Context, q AssistantSearch) (*Page
 	if err != nil {
 		return nil, err
 	}
-	q.Filter = filter
+	q.Filter = q.Filter.And(filter)
 	rows, err := s.storage.SearchAssistants(ctx, &q)
 	if err != nil {
 		return nil, err
@@ -258,7 +260,7 @@ func (s *Server) CountAssistants(ctx context.Context, q AssistantSearch) (int, e
 	if err != nil {
 		return 0, err
 	}
-	q.Filter = filter
+	q.Filter = q.Filter.And(filter)
 	return s.storage.CountAssistants(ctx, &q)
 }
 
@@ -281,7 +283,7 @@ func (s *Server) ListAssistantVersions(ctx context.Context, id string, q Assista
 	if err != nil {
 		return nil, err
 	}
-	q.Filter = filter
+	q.Filter = q.Filter.And(filter)
 	versions, err := s.storage.ListAssistantVersions(ctx, id, &q)
 	if err != nil {
 		return nil, err

@@ -112,12 +112,13 @@ func TestServer_Assistants(t *testing.T) {
 			in   graphserver.AssistantCreate
 			code string
 		}{
-			"NoGraph":        {graphserver.AssistantCreate{}, graphserver.EINVALID},
-			"UnknownGraph":   {graphserver.AssistantCreate{GraphID: "nope"}, graphserver.ENOTFOUND},
-			"BadID":          {graphserver.AssistantCreate{GraphID: "agent", AssistantID: "abc"}, graphserver.EINVALID},
-			"BadIfExists":    {graphserver.AssistantCreate{GraphID: "agent", AssistantID: id, IfExists: "replace"}, graphserver.EINVALID},
-			"ConfigAndCtx":   {graphserver.AssistantCreate{GraphID: "agent", Config: graphserver.Object{"configurable": map[string]any{"a": 1}}, Context: graphserver.Object{"b": 2}}, graphserver.EBADREQUEST},
-			"SystemConflict": {graphserver.AssistantCreate{GraphID: "agent", AssistantID: agentID}, graphserver.ECONFLICT},
+			"NoGraph":         {graphserver.AssistantCreate{}, graphserver.EINVALID},
+			"UnknownGraph":    {graphserver.AssistantCreate{GraphID: "nope"}, graphserver.ENOTFOUND},
+			"BadID":           {graphserver.AssistantCreate{GraphID: "agent", AssistantID: "abc"}, graphserver.EINVALID},
+			"BadIfExists":     {graphserver.AssistantCreate{GraphID: "agent", AssistantID: id, IfExists: "replace"}, graphserver.EINVALID},
+			"ConfigAndCtx":    {graphserver.AssistantCreate{GraphID: "agent", Config: graphserver.Object{"configurable": map[string]any{"a": 1}}, Context: graphserver.Object{"b": 2}}, graphserver.EBADREQUEST},
+			"ConfigAndCtxObj": {graphserver.AssistantCreate{GraphID: "agent", Config: graphserver.Object{"configurable": graphserver.Object{"a": 1}}, Context: graphserver.Object{"b": 2}}, graphserver.EBADREQUEST},
+			"SystemConflict":  {graphserver.AssistantCreate{GraphID: "agent", AssistantID: agentID}, graphserver.ECONFLICT},
 		} {
 			_, err := srv.CreateAssistant(ctx, tc.in)
 			require.Equal(t, tc.code, graphserver.ErrorCode(err), name)
@@ -351,6 +352,10 @@ func TestServer_Threads(t *testing.T) {
 		b, err := json.Marshal(p)
 		require.NoError(t, err)
 		require.JSONEq(t, `[{"thread_id":"`+ids[0]+`"}]`, string(b))
+
+		p, err = srv.SearchThreads(ctx, graphserver.ThreadSearch{IDs: []string{}})
+		require.NoError(t, err)
+		require.Len(t, p.Items, 3, "an empty ids list filters nothing")
 
 		n, err := srv.CountThreads(ctx, graphserver.ThreadSearch{Status: "idle", Metadata: graphserver.Metadata{"m": "x"}})
 		require.NoError(t, err)

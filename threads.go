@@ -183,7 +183,7 @@ type ThreadSearch struct {
 	SortOrder string          `json:"sort_order,omitempty"`
 	Select    []string        `json:"select,omitempty"`
 
-	Filter Filter `json:"-"` // access-control filter on metadata
+	Filter Filter `json:"-"` // as AssistantSearch.Filter
 }
 
 // ThreadSortColumns are the values sort_by accepts on thread search.
@@ -356,16 +356,15 @@ func (s *Server) DeleteThread(ctx context.Context, id string) error {
 // ids must be UUIDs (rewritten in canonical form), status one of
 // ThreadStatuses, values a JSON object when given.
 func checkThreadSearch(q *ThreadSearch) error {
-	ids := make([]string, len(q.IDs))
-	for i, id := range q.IDs {
-		var err error
-		if ids[i], err = parseUUID("thread", id); err != nil {
+	var ids []string // an empty list filters nothing, like an absent one
+	for _, id := range q.IDs {
+		id, err := parseUUID("thread", id)
+		if err != nil {
 			return err
 		}
+		ids = append(ids, id)
 	}
-	if q.IDs != nil {
-		q.IDs = ids
-	}
+	q.IDs = ids
 	if q.Status != "" && !slices.Contains(ThreadStatuses, q.Status) {
 		return Errorf(EINVALID, "Invalid status %q: must be one of %s", q.Status, strings.Join(ThreadStatuses, ", "))
 	}
@@ -402,7 +401,7 @@ func (s *Server) SearchThreads(ctx context.Context, q ThreadSearch) (*Page[*Thre
 	if err != nil {
 		return nil, err
 	}
-	q.Filter = filter
+	q.Filter = q.Filter.And(filter)
 	rows, err := s.storage.SearchThreads(ctx, &q)
 	if err != nil {
 		return nil, err
@@ -424,7 +423,7 @@ func (s *Server) CountThreads(ctx context.Context, q ThreadSearch) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	q.Filter = filter
+	q.Filter = q.Filter.And(filter)
 	return s.storage.CountThreads(ctx, &q)
 }
 

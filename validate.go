@@ -78,8 +78,20 @@ func checkIfExists(v *string) error {
 // checkConfigContext rejects a config whose configurable is set together
 // with a non-empty context, as the Platform does.
 func checkConfigContext(config, context Object) error {
-	if c, ok := config["configurable"].(map[string]any); ok && len(c) > 0 && len(context) > 0 {
-		return Errorf(EBADREQUEST, "Cannot specify both configurable and context. Prefer setting context alone.")
+	if len(context) == 0 {
+		return nil
 	}
-	return nil
+	switch c := config["configurable"].(type) {
+	case map[string]any:
+		if len(c) == 0 {
+			return nil
+		}
+	case Object:
+		if len(c) == 0 {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return Errorf(EBADREQUEST, "Cannot specify both configurable and context. Prefer setting context alone.")
 }
