@@ -681,6 +681,12 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 			continue
 		}
 		t.interrupts, t.errRec = nil, nil
+		r.rc.taskStart(r, t, step, state)
+	}
+	for _, t := range tasks {
+		if t.done {
+			continue
+		}
 		wg.Go(func() {
 			r.execTask(ctx, cs, state, t, step)
 			if err := r.putWrites(ctx, cs, t); err != nil {
@@ -735,7 +741,6 @@ func mustJSON(v any) json.RawMessage {
 func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, step int) {
 	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
 	ctx = context.WithValue(ctx, taskKey{}, tr)
-	r.rc.taskStart(r, t, step, state)
 	var in State
 	if t.push {
 		if m, ok := t.arg.(map[string]any); ok {
