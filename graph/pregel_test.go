@@ -164,7 +164,9 @@ func TestStaticBreakpoints(t *testing.T) {
 func TestRecursionLimit(t *testing.T) {
 	t.Parallel()
 	g := graph.New(graph.Channels{"n": graph.LastValue()})
-	g.AddNode("loop", func(ctx context.Context, s graph.State) (any, error) { return graph.Update{"n": s.Number("n") + 1}, nil })
+	g.AddNode("loop", func(ctx context.Context, s graph.State) (any, error) {
+		return graph.Update{"n": s.Number("n") + 1}, nil
+	})
 	g.AddEdge(graph.Start, "loop").AddEdge("loop", "loop")
 	h := newHarness(t, compile(t, g, graph.CompileOptions{}))
 	_, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`{"n": 0}`), Config: graphserver.Object{"recursion_limit": 5.0}})
