@@ -295,6 +295,9 @@ func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
 			fields = p.Index.Fields
 		}
 	}
+	if _, err := s.storeAuth(ctx, "put", map[string]any{"namespace": p.Namespace, "key": p.Key, "value": p.Value, "index": p.Index, "ttl": p.TTL}); err != nil {
+		return err
+	}
 	// Work on a canonical copy: the caller keeps its map, and the indexed
 	// texts are those of the stored JSON.
 	value, err := canonicalObject(p.Value)
@@ -361,7 +364,11 @@ func (s *Server) GetItem(ctx context.Context, namespace []string, key string, re
 	} else if err := validateNamespace(namespace); err != nil {
 		return nil, err
 	}
-	it, err := st.GetItem(ctx, namespace, key, s.itemClock(), refreshTTL == nil || *refreshTTL)
+	refresh := refreshTTL == nil || *refreshTTL
+	if _, err := s.storeAuth(ctx, "get", map[string]any{"namespace": namespace, "key": key, "refresh_ttl": refresh}); err != nil {
+		return nil, err
+	}
+	it, err := st.GetItem(ctx, namespace, key, s.itemClock(), refresh)
 	if ErrorCode(err) == ENOTFOUND {
 		return nil, nil
 	} else if err != nil {
@@ -379,6 +386,9 @@ func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string)
 		return err
 	} else if key == "" {
 		return Errorf(EINVALID, "key is required")
+	}
+	if _, err := s.storeAuth(ctx, "delete", map[string]any{"namespace": namespace, "key": key}); err != nil {
+		return err
 	}
 	return st.DeleteItem(ctx, namespace, key)
 }
@@ -415,6 +425,16 @@ func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]Sear
 	if err != nil {
 		return nil, err
 	}
+	authz, err := s.storeAuth(ctx, "search", map[string]any{"namespace": req.NamespacePrefix, "filter": req.Filter,
+		"limit": limit, "offset": req.Offset, "query": req.Query, "refresh_ttl": req.RefreshTTL == nil || *req.RefreshTTL})
+	if err != nil {
+		return nil, err
+	}
+	authConds, err := parseItemFilter(authz)
+	if err != nil {
+		return nil, fmt.Errorf("store access filter: %w", err)
+	}
+	conds = append(conds, authConds...)
 	q := &ItemQuery{
 		NamespacePrefix: slices.Clone(req.NamespacePrefix),
 		Conditions:      conds,
@@ -462,6 +482,10 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	} else if req.MaxDepth < 0 {
 		return nil, Errorf(EINVALID, "max_depth must be a positive integer or null")
 	}
+	if _, err := s.storeAuth(ctx, "list_namespaces", map[string]any{"namespace": req.Prefix, "suffix": req.Suffix,
+		"max_depth": req.MaxDepth, "limit": limit, "offset": req.Offset}); err != nil {
+		return nil, err
+	}
 	// The labels before the first wildcard narrow the query; the rest is
 	// matched here.
 	literal := req.Prefix
@@ -489,6 +513,22 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	}
 	out = out[req.Offset:]
 	return out[:min(limit, len(out))], nil
+}
+
+// storeAuth asks the access-control hook (authFilter) about a store action;
+// value is the request as authorization handlers see it. Search applies the
+// returned filter to item values inside its query (ANDed with the caller's
+// filter). The other actions cannot apply a filter yet, so they refuse with
+// EFORBIDDEN rather than ignore it.
+func (s *Server) storeAuth(ctx context.Context, action string, value map[string]any) (map[string]any, error) {
+	f, err := s.authFilter(ctx, "store", action, value)
+	if err != nil {
+		return nil, err
+	}
+	if len(f) > 0 && action != "search" {
+		return nil, Errorf(EFORBIDDEN, "Access filters on store %s are not supported.", action)
+	}
+	return f, nil
 }
 
 // labelsMatch reports whether ns starts (or, with atEnd, ends) with pattern,
