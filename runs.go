@@ -559,11 +559,18 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 			return nil, Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(StreamModesAll, ", "))
 		}
 	}
-	run, err := s.GetRun(ctx, threadID, runID)
+	threadID, runID, err := checkRunIDs(threadID, runID)
 	if err != nil {
 		return nil, err
 	}
 	log := s.rq.logs.get(runID)
+	var run *Run
+	if log != nil && (threadID == "" || threadID == log.threadID) {
+		// The log outlives temporary threads: replay it without storage.
+		run = &Run{RunID: runID, ThreadID: log.threadID}
+	} else if run, err = s.GetRun(ctx, threadID, runID); err != nil {
+		return nil, err
+	}
 	if log == nil && (run.Status == RunPending || run.Status == RunRunning) {
 		log = s.rq.logs.open(runID, run.ThreadID, run.Kwargs.Resumable)
 	}

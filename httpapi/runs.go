@@ -236,8 +236,12 @@ func (h *handler) joinRunStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	loc := runLocation(st.Run.ThreadID, rid, tid == "")
-	h.writeSSE(w, r, st, loc, loc+"/stream")
+	loc := runLocation(st.Run.ThreadID, rid, false)
+	location := loc + "/stream"
+	if tid == "" {
+		location = "/runs/" + rid + "/stream"
+	}
+	h.writeSSE(w, r, st, loc, location)
 	return nil
 }
 
