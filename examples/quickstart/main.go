@@ -1,5 +1,6 @@
 // Command quickstart serves the LangGraph Platform API on one SQLite file,
-// with one small example graph, "chat", registered.
+// with one small example graph registered: "chat", which answers each
+// message and streams its reply.
 //
 //	go run ./examples/quickstart                      # http://127.0.0.1:8123, graphserver.db
 //	go run ./examples/quickstart -addr 127.0.0.1:0    # any free port
@@ -55,9 +56,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer db.Close()
 
+	chat, err := chatGraph()
+	if err != nil {
+		return err
+	}
 	srv, err := graphserver.New(graphserver.Options{
 		Storage: db,
-		Graphs:  map[string]graphserver.Graph{"chat": chatGraph{}},
+		Graphs:  map[string]graphserver.Graph{"chat": chat},
 	})
 	if err != nil {
 		return err

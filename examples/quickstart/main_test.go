@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -108,12 +109,26 @@ func TestRun(t *testing.T) {
 	require.Equal(t, 200, do(t, "GET", q.url+"/assistants/chat", "", &chat))
 	require.Equal(t, "chat", chat["name"])
 
+	// The chat graph answers the last message.
+	var out struct {
+		Messages []struct {
+			Type    string `json:"type"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	require.Equal(t, 200, do(t, "POST", q.url+"/threads/"+id+"/runs/wait",
+		`{"assistant_id":"chat","input":{"messages":[{"role":"human","content":"hi there"}]}}`, &out))
+	require.Len(t, out.Messages, 2)
+	require.Equal(t, "ai", out.Messages[1].Type)
+	require.Equal(t, "You said: hi there", out.Messages[1].Content)
+
 	// Restarting on the same file keeps the thread.
 	require.NoError(t, q.stop())
 	q = start(t, db)
 	var again map[string]any
 	require.Equal(t, 200, do(t, "GET", q.url+"/threads/"+id, "", &again))
 	require.Equal(t, th["created_at"], again["created_at"])
+	require.Contains(t, fmt.Sprint(again["values"]), "You said: hi there")
 }
 
 func TestRunPortInUse(t *testing.T) {
