@@ -232,10 +232,8 @@ func (rc *runCtx) outputMessages(r *runner, t *task, step int) {
 			meta["tags"] = []string{}
 			mv := messageValue(m)
 			r.emit("messages-tuple", []any{mv, meta})
-			if rc.modes["messages"] {
-				r.emit("messages/metadata", map[string]any{m.ID: map[string]any{"metadata": meta}})
-				r.emit("messages/complete", []any{mv})
-			}
+			rc.emitLegacy(r, "messages/metadata", map[string]any{m.ID: map[string]any{"metadata": meta}})
+			rc.emitLegacy(r, "messages/complete", []any{mv})
 		}
 	}
 }
