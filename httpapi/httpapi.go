@@ -12,9 +12,8 @@
 // accept true/false/1/0/yes/no, and query arrays accept repeated keys, comma
 // lists and JSON arrays. Request bodies are limited in size (413 beyond).
 //
-// Limits: the routes served so far are system, assistants (without graph,
-// schemas and subgraphs) and thread CRUD; runs, state, store and crons come
-// with the packages implementing them. There is no authentication yet.
+// Limits: routes.go lists what is served; contract routes not listed there
+// (crons, for now) answer 404. There is no authentication yet.
 package httpapi
 
 import (
