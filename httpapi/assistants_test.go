@@ -73,6 +73,8 @@ func TestAssistants(t *testing.T) {
 			expectedContent: []string{`"version":2`, `"name":"renamed"`, `"metadata":{"b":2,"team":"a"}`}},
 		{name: "PatchEmpty", method: "PATCH", url: "/assistants/" + asstID, before: createAssistant, status: 200, expectedContent: []string{`"version":2`}},
 		{name: "PatchUnknownGraph", method: "PATCH", url: "/assistants/" + asstID, before: createAssistant, body: `{"graph_id":"nope"}`, status: 404},
+		{name: "PatchConfigAndContext", method: "PATCH", url: "/assistants/" + asstID, before: createAssistant,
+			body: `{"config":{"configurable":{"a":1}},"context":{"b":2}}`, status: 400, expectedContent: []string{`"detail":"Cannot specify both`}},
 		{name: "PatchMissing", method: "PATCH", url: "/assistants/" + missingID, body: `{}`, status: 404},
 		{name: "PatchNotUUID", method: "PATCH", url: "/assistants/xyz", body: `{}`, status: 422},
 		{name: "PatchBadJSON", method: "PATCH", url: "/assistants/" + asstID, body: `[`, status: 422, expectedContent: []string{"Invalid JSON in request body"}},
