@@ -274,8 +274,9 @@ func (s *Server) CreateThread(ctx context.Context, c ThreadCreate) (*Thread, err
 	if err := checkTTL(c.TTL); err != nil {
 		return nil, err
 	}
-	if len(c.Supersteps) > 0 {
-		return nil, Errorf(EBADREQUEST, "supersteps require the graph engine")
+	g, err := s.superstepsGraph(c)
+	if err != nil {
+		return nil, err
 	}
 	filter, err := s.authFilter(ctx, "threads", "create", &c)
 	if err != nil {
@@ -296,8 +297,15 @@ func (s *Server) CreateThread(ctx context.Context, c ThreadCreate) (*Thread, err
 	if c.GraphID != "" {
 		t.Metadata["graph_id"] = c.GraphID
 	}
-	t, err = s.storage.CreateThread(ctx, t, c.IfExists, filter)
-	return withoutTTL(t, nil), err
+	created, err := s.storage.CreateThread(ctx, t, c.IfExists, filter)
+	// An existing thread returned by if_exists do_nothing is left as it is.
+	if err != nil || len(c.Supersteps) == 0 || created.CreatedAt != now {
+		return withoutTTL(created, nil), err
+	}
+	if created, err = s.applySupersteps(ctx, created, g, c.Supersteps); err != nil {
+		return nil, err
+	}
+	return withoutTTL(created, nil), nil
 }
 
 // GetThread returns the thread with the given id. include may name

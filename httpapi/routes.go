@@ -25,6 +25,10 @@ func (h *handler) routes() []route {
 		{"DELETE /assistants/{assistant_id}", h.deleteAssistant},
 		{"POST /assistants/{assistant_id}/versions", h.listAssistantVersions},
 		{"POST /assistants/{assistant_id}/latest", h.setLatestAssistantVersion},
+		{"GET /assistants/{assistant_id}/graph", h.getAssistantGraph},
+		{"GET /assistants/{assistant_id}/schemas", h.getAssistantSchemas},
+		{"GET /assistants/{assistant_id}/subgraphs", h.getAssistantSubgraphs},
+		{"GET /assistants/{assistant_id}/subgraphs/{namespace}", h.getAssistantSubgraphs},
 
 		// §2.3 Threads
 		{"POST /threads", h.createThread},
@@ -35,6 +39,14 @@ func (h *handler) routes() []route {
 		{"PATCH /threads/{thread_id}", h.updateThread},
 		{"DELETE /threads/{thread_id}", h.deleteThread},
 		{"POST /threads/{thread_id}/copy", h.copyThread},
+
+		// §2.4 Thread state and history
+		{"GET /threads/{thread_id}/state", h.getThreadState},
+		{"GET /threads/{thread_id}/state/{checkpoint_id}", h.getThreadState},
+		{"POST /threads/{thread_id}/state/checkpoint", h.getThreadStateAtCheckpoint},
+		{"POST /threads/{thread_id}/state", h.updateThreadState},
+		{"GET /threads/{thread_id}/history", h.getThreadHistory},
+		{"POST /threads/{thread_id}/history", h.postThreadHistory},
 
 		// §2.5 Runs on a thread
 		{"POST /threads/{thread_id}/runs", h.createRun},

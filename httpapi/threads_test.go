@@ -28,7 +28,7 @@ func TestThreads(t *testing.T) {
 		{name: "CreateBadIfExists", method: "POST", url: "/threads", body: `{"if_exists":"update"}`, status: 422},
 		{name: "CreateBadTTL", method: "POST", url: "/threads", body: `{"ttl":{"ttl":5,"strategy":"forever"}}`, status: 422},
 		{name: "CreateSupersteps", method: "POST", url: "/threads", body: `{"supersteps":[{"updates":[{"values":{"a":1},"as_node":"x"}]}]}`, status: 400,
-			expectedContent: []string{`{"detail":"supersteps require the graph engine"}`}},
+			expectedContent: []string{`requires a graph_id`}},
 		{name: "CreateBadJSON", method: "POST", url: "/threads", body: `nope`, status: 422, expectedContent: []string{`{"detail":"Invalid JSON in request body"}`}},
 
 		// POST /threads/search, /count, /prune (static segments beat {thread_id})
