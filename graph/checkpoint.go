@@ -15,8 +15,10 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-// snapshotEvery is the longest chain of delta blobs before a channel is
-// written in full again.
+// snapshotEvery is the shortest chain of delta blobs before a channel is
+// written in full again. A full snapshot is written only once the list has
+// also grown fourfold since the previous one, so snapshots cost about a
+// third of the final size of the list in total (storage grows with content, not turns).
 const snapshotEvery = 32
 
 // ckpt is a checkpoint in memory.
@@ -34,21 +36,23 @@ type ckpt struct {
 	start        any
 	hasStart     bool
 	depth        map[string]int
+	snap         map[string]int // list length at the last full blob
 	pending      []graphserver.PendingWrite
 }
 
 // body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body).
 type body struct {
-	V        int                          `json:"v"`
+	V        int                          `json:"v,omitempty"`
 	Triggers map[string]string            `json:"triggers,omitempty"`
 	Seen     map[string]map[string]string `json:"seen,omitempty"`
 	Sends    []Send                       `json:"sends,omitempty"`
 	Start    json.RawMessage              `json:"start,omitempty"`
 	Depth    map[string]int               `json:"depth,omitempty"`
+	Snap     map[string]int               `json:"snap,omitempty"`
 }
 
 func emptyCkpt(ns string) *ckpt {
-	return &ckpt{ns: ns, step: -2, values: map[string]any{}, versions: map[string]string{}, triggers: map[string]string{}, seen: map[string]map[string]string{}, depth: map[string]int{}}
+	return &ckpt{ns: ns, step: -2, values: map[string]any{}, versions: map[string]string{}, triggers: map[string]string{}, seen: map[string]map[string]string{}, depth: map[string]int{}, snap: map[string]int{}}
 }
 
 // next returns a copy of c as the start of a new checkpoint (new id, parent c).
@@ -58,7 +62,7 @@ func (c *ckpt) next(step int, source string) *ckpt {
 		metadata: graphserver.Object{"source": source, "step": step},
 		values:   maps.Clone(c.values), versions: maps.Clone(c.versions), triggers: maps.Clone(c.triggers),
 		seen: make(map[string]map[string]string, len(c.seen)), sends: c.sends, start: c.start, hasStart: c.hasStart,
-		depth: maps.Clone(c.depth),
+		depth: maps.Clone(c.depth), snap: maps.Clone(c.snap),
 	}
 	for k, v := range c.seen {
 		n.seen[k] = maps.Clone(v)
@@ -81,9 +85,39 @@ func nextVersion(cur string) string {
 	if i := strings.IndexByte(cur, '.'); i > 0 {
 		n, _ = strconv.Atoi(cur[:i])
 	}
-	var b [6]byte
+	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%016d.%s", n+1, hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%d.%s", n+1, hex.EncodeToString(b[:]))
+}
+
+// vcmp compares versions by counter, then suffix; "" is the smallest.
+func vcmp(a, b string) int {
+	if a == b {
+		return 0
+	}
+	if a == "" {
+		return -1
+	}
+	if b == "" {
+		return 1
+	}
+	na, nb := vcounter(a), vcounter(b)
+	if na != nb {
+		if na < nb {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func vcounter(v string) int {
+	i := strings.IndexByte(v, '.')
+	if i < 0 {
+		i = len(v)
+	}
+	n, _ := strconv.Atoi(v[:i])
+	return n
 }
 
 func taskID(checkpointID, ns, pathKey string) string {
@@ -130,6 +164,9 @@ func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
 	}
 	if b.Depth != nil {
 		c.depth = b.Depth
+	}
+	if b.Snap != nil {
+		c.snap = b.Snap
 	}
 	c.sends = b.Sends
 	if len(b.Start) > 0 {
@@ -187,7 +224,7 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		val := c.values[k]
 		l, isList := val.([]any)
 		blob := graphserver.ChannelBlob{Channel: k, Version: v}
-		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" && len(l) >= p.length && c.depth[k]+1 < snapshotEvery {
+		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" && len(l) >= p.length && (c.depth[k]+1 < snapshotEvery || len(l) < 4*c.snap[k]) {
 			data, err := json.Marshal(l[p.length:])
 			if err != nil {
 				return nil, fmt.Errorf("encode channel %s: %w", k, err)
@@ -202,12 +239,13 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 			blob.Data = data
 			if ch != nil && ch.appendable() {
 				c.depth[k] = 0
+				c.snap[k] = len(l)
 			}
 		}
 		rec.NewBlobs = append(rec.NewBlobs, blob)
 		t[k] = &persisted{version: v, length: len(l), appendOnly: true}
 	}
-	b := body{V: 1, Triggers: c.triggers, Seen: c.seen, Sends: c.sends, Depth: c.depth}
+	b := body{Triggers: c.triggers, Seen: c.seen, Sends: c.sends, Depth: c.depth, Snap: c.snap}
 	if c.hasStart {
 		raw, err := json.Marshal(c.start)
 		if err != nil {

@@ -293,7 +293,7 @@ func (r *runner) shouldInterrupt(cs *ckpt, nodes []string, tasks []*task) bool {
 	updated := false
 	for _, vs := range []map[string]string{cs.versions, cs.triggers} {
 		for ch, v := range vs {
-			if v > seen[ch] {
+			if vcmp(v, seen[ch]) > 0 {
 				updated = true
 			}
 		}
@@ -469,12 +469,12 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 		t.push, t.arg = true, s.Arg
 		tasks = append(tasks, t)
 	}
-	if cs.hasStart && cs.triggers[Start] > cs.seen[Start][Start] {
+	if cs.hasStart && vcmp(cs.triggers[Start], cs.seen[Start][Start]) > 0 {
 		tasks = append(tasks, mk(Start, []any{"__pregel_pull", Start}, "__pregel_pull/"+Start, []string{Start}))
 	}
 	for _, n := range g.order {
 		tr := "branch:to:" + n
-		if v, ok := cs.triggers[tr]; ok && v > cs.seen[n][tr] {
+		if v, ok := cs.triggers[tr]; ok && vcmp(v, cs.seen[n][tr]) > 0 {
 			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, []string{tr}))
 		}
 	}
@@ -643,12 +643,16 @@ func maxVersion(c *ckpt) string {
 	v := ""
 	for _, m := range []map[string]string{c.versions, c.triggers} {
 		for _, x := range m {
-			v = max(v, x)
+			if vcmp(x, v) > 0 {
+				v = x
+			}
 		}
 	}
 	for _, s := range c.seen {
 		for _, x := range s {
-			v = max(v, x)
+			if vcmp(x, v) > 0 {
+				v = x
+			}
 		}
 	}
 	return v
@@ -683,12 +687,18 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 		t.interrupts, t.errRec = nil, nil
 		r.rc.taskStart(r, t, step, state)
 	}
+	// A lone task's successful writes need no saving: the checkpoint that
+	// follows holds them, and nothing else in the step could fail.
+	alone := len(tasks) == 1
 	for _, t := range tasks {
 		if t.done {
 			continue
 		}
 		wg.Go(func() {
 			r.execTask(ctx, cs, state, t, step)
+			if alone && t.errRec == nil && t.interrupts == nil {
+				return
+			}
 			if err := r.putWrites(ctx, cs, t); err != nil {
 				mu.Lock()
 				perr = cmp.Or(perr, err)

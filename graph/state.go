@@ -444,9 +444,9 @@ func (g *Compiled) inferAsNode(cs *ckpt) (string, error) {
 		}
 		for _, v := range seen {
 			switch {
-			case v > bestV:
+			case vcmp(v, bestV) > 0:
 				best, bestV, tie = n, v, false
-			case v == bestV && n != best:
+			case vcmp(v, bestV) == 0 && n != best:
 				tie = true
 			}
 		}

@@ -14,7 +14,9 @@ import (
 // compiled with a breakpoint before weather_node.
 func weatherGraph(t *testing.T) *graph.Compiled {
 	sub := graph.New(graph.Channels{"messages": graph.AddMessages(), "city": graph.LastValue()})
-	sub.AddNode("model_node", func(ctx context.Context, s graph.State) (any, error) { return graph.Update{"city": "San Francisco"}, nil })
+	sub.AddNode("model_node", func(ctx context.Context, s graph.State) (any, error) {
+		return graph.Update{"city": "San Francisco"}, nil
+	})
 	sub.AddNode("weather_node", func(ctx context.Context, s graph.State) (any, error) {
 		return graph.Update{"messages": graph.AI("It's sunny in " + s.String("city") + "!")}, nil
 	})
@@ -23,7 +25,9 @@ func weatherGraph(t *testing.T) *graph.Compiled {
 
 	g := graph.New(graph.Channels{"messages": graph.AddMessages(), "route": graph.LastValue()})
 	g.AddNode("router_node", func(ctx context.Context, s graph.State) (any, error) { return graph.Update{"route": "weather"}, nil })
-	g.AddNode("normal_llm_node", func(ctx context.Context, s graph.State) (any, error) { return graph.Update{"messages": graph.AI("Hello")}, nil })
+	g.AddNode("normal_llm_node", func(ctx context.Context, s graph.State) (any, error) {
+		return graph.Update{"messages": graph.AI("Hello")}, nil
+	})
 	g.AddNode("weather_graph", weather)
 	g.AddEdge(graph.Start, "router_node")
 	g.AddConditionalEdgesMap("router_node", func(ctx context.Context, s graph.State) any {
@@ -54,7 +58,7 @@ func TestSubgraphBreakpointStateAndUpdate(t *testing.T) {
 
 	// subgraph parts carry the namespace
 	require.NotEmpty(t, rec.of("updates|"+ns))
-	require.Equal(t, map[string]any{"model_node": map[string]any{"city": "San Francisco"}}, rec.of("updates|"+ns)[0])
+	require.Equal(t, map[string]any{"model_node": map[string]any{"city": "San Francisco"}}, rec.of("updates|" + ns)[0])
 
 	// subgraphs=true expands the task state
 	full, err := h.g.State(context.Background(), &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: h.thread}, Subgraphs: true, Checkpointer: h.cp})
