@@ -1,6 +1,7 @@
 package graphserver
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -75,6 +76,10 @@ type Breakpoints []string
 
 // UnmarshalJSON accepts "*" as well as a list.
 func (b *Breakpoints) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		*b = nil
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(data, &s); err == nil {
 		*b = Breakpoints{s}

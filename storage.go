@@ -16,6 +16,7 @@ type Storage interface {
 	AssistantStorage
 	ThreadStorage
 	ItemStorage
+	RunStorage
 	Checkpointer
 	// Ping checks that the storage answers.
 	Ping(ctx context.Context) error

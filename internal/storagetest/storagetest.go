@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Checkpoints", exerciseCheckpoints},
 		{"Concurrency", exerciseConcurrency},
 		{"Store", exerciseStore},
+		{"Runs", exerciseRuns},
 		// Runs, crons and webhooks add their exercise functions here.
 	}
 	for _, a := range areas {

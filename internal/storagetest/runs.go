@@ -1,0 +1,411 @@
+package storagetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
+)
+
+// runOpts overrides run fixture fields; zero fields keep the defaults.
+type runOpts struct {
+	ID        string
+	ThreadID  string
+	Strategy  string    // default enqueue
+	CreatedAt time.Time // default t0
+	Webhook   string
+}
+
+func newRun(o runOpts) *graphserver.Run {
+	created := o.CreatedAt
+	if created.IsZero() {
+		created = t0
+	}
+	r := &graphserver.Run{
+		RunID: o.ID, ThreadID: o.ThreadID, AssistantID: "a1", CreatedAt: created, UpdatedAt: t0,
+		Status: graphserver.RunPending, Metadata: graphserver.Metadata{"m": "v"}, MultitaskStrategy: o.Strategy,
+		Kwargs: graphserver.RunKwargs{Input: json.RawMessage(`{"x":1}`), Config: graphserver.Object{"configurable": map[string]any{"k": "v"}},
+			Context: graphserver.Object{}, StreamMode: []string{"values"}, Durability: "async"},
+	}
+	if r.MultitaskStrategy == "" {
+		r.MultitaskStrategy = graphserver.MultitaskEnqueue
+	}
+	if o.Webhook != "" {
+		r.Kwargs.Webhook = &o.Webhook
+	}
+	return r
+}
+
+// insertRun creates a run on an existing thread.
+func insertRun(t *testing.T, st graphserver.RunStorage, o runOpts) *graphserver.Run {
+	t.Helper()
+	r := newRun(o)
+	_, err := st.CreateRun(t.Context(), r, &graphserver.RunInsert{})
+	require.NoError(t, err)
+	return r
+}
+
+func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+	type bundle struct {
+		st graphserver.Storage
+		rs graphserver.RunStorage
+	}
+	setup := func(t *testing.T) *bundle {
+		t.Helper()
+		st := open(t)
+		rs, ok := st.(graphserver.RunStorage)
+		if !ok {
+			t.Skip("storage does not implement RunStorage")
+		}
+		createThread(t, st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{"owner": "ann"}})
+		return &bundle{st: st, rs: rs}
+	}
+	threadStatus := func(t *testing.T, b *bundle, id string) string {
+		t.Helper()
+		th, err := b.st.GetThread(t.Context(), id, nil)
+		require.NoError(t, err)
+		return th.Status
+	}
+	runStatus := func(t *testing.T, b *bundle, id string) string {
+		t.Helper()
+		r, err := b.rs.GetRun(t.Context(), "", id, nil)
+		require.NoError(t, err)
+		return r.Status
+	}
+
+	t.Run("CreateGetList", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		r := newRun(runOpts{ID: "r1", ThreadID: "t1"})
+		_, err := b.rs.CreateRun(t.Context(), r, &graphserver.RunInsert{
+			ThreadMetadata: graphserver.Metadata{"graph_id": "g"}, ThreadConfig: graphserver.Object{"configurable": map[string]any{"c": 1}}})
+		require.NoError(t, err)
+		got, err := b.rs.GetRun(t.Context(), "t1", "r1", nil)
+		require.NoError(t, err)
+		require.Equal(t, r, got)
+		th, err := b.st.GetThread(t.Context(), "t1", nil)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadBusy, th.Status)
+		require.Equal(t, graphserver.Metadata{"owner": "ann", "graph_id": "g"}, th.Metadata)
+		require.Equal(t, graphserver.Object{"configurable": map[string]any{"c": float64(1)}}, th.Config)
+
+		_, err = b.rs.GetRun(t.Context(), "other", "r1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.rs.GetRun(t.Context(), "t1", "r1", graphserver.Filter{"owner": "bob"})
+		requireCode(t, err, graphserver.ENOTFOUND)
+		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
+		runs, err := b.rs.ListRuns(t.Context(), "t1", &graphserver.RunSearch{Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{"r2", "r1"}, []string{runs[0].RunID, runs[1].RunID})
+		runs, err = b.rs.ListRuns(t.Context(), "t1", &graphserver.RunSearch{Limit: 1, Offset: 1})
+		require.NoError(t, err)
+		require.Equal(t, "r1", runs[0].RunID)
+		_, err = b.rs.ListRuns(t.Context(), "missing", &graphserver.RunSearch{Limit: 1})
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
+	t.Run("CreateThreadOrNotFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r1", ThreadID: "t2"}), &graphserver.RunInsert{})
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r1", ThreadID: "t2"}), &graphserver.RunInsert{
+			CreateThread: &graphserver.Thread{ThreadID: "t2", CreatedAt: t0, Status: graphserver.ThreadBusy, Metadata: graphserver.Metadata{"a": 1}}})
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t2"))
+	})
+
+	t.Run("Multitask", func(t *testing.T) {
+		t.Parallel()
+		for _, strategy := range graphserver.MultitaskStrategies {
+			t.Run(strategy, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				insertRun(t, b.rs, runOpts{ID: "running", ThreadID: "t1"})
+				claimed, err := b.rs.ClaimRun(t.Context(), "w", at(1), at(60))
+				require.NoError(t, err)
+				require.Equal(t, "running", claimed.Run.RunID)
+				insertRun(t, b.rs, runOpts{ID: "pending", ThreadID: "t1", CreatedAt: at(2)})
+				cancelled, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "new", ThreadID: "t1", Strategy: strategy, CreatedAt: at(3)}), &graphserver.RunInsert{})
+				switch strategy {
+				case graphserver.MultitaskReject:
+					requireCode(t, err, graphserver.ECONFLICT)
+					require.Equal(t, graphserver.MultitaskRejectMessage, graphserver.ErrorMessage(err))
+					_, err = b.rs.GetRun(t.Context(), "", "new", nil)
+					requireCode(t, err, graphserver.ENOTFOUND)
+				case graphserver.MultitaskEnqueue:
+					require.NoError(t, err)
+					require.Empty(t, cancelled)
+				case graphserver.MultitaskInterrupt:
+					require.NoError(t, err)
+					require.ElementsMatch(t, []graphserver.CancelledRun{
+						{RunID: "running", ThreadID: "t1", Status: graphserver.RunRunning, Action: graphserver.CancelInterrupt},
+						{RunID: "pending", ThreadID: "t1", Status: graphserver.RunInterrupted, Action: graphserver.CancelInterrupt},
+					}, cancelled)
+					require.Equal(t, graphserver.RunInterrupted, runStatus(t, b, "pending"))
+					action, err := b.rs.RenewRunLease(t.Context(), "running", "w", at(90))
+					require.NoError(t, err)
+					require.Equal(t, graphserver.CancelInterrupt, action)
+				case graphserver.MultitaskRollback:
+					require.NoError(t, err)
+					require.Len(t, cancelled, 2)
+					_, err = b.rs.GetRun(t.Context(), "", "pending", nil)
+					requireCode(t, err, graphserver.ENOTFOUND)
+					action, err := b.rs.RenewRunLease(t.Context(), "running", "w", at(90))
+					require.NoError(t, err)
+					require.Equal(t, graphserver.CancelRollback, action)
+				}
+			})
+		}
+	})
+
+	t.Run("ClaimOrder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		insertRun(t, b.rs, runOpts{ID: "a", ThreadID: "t1", CreatedAt: at(0)})
+		insertRun(t, b.rs, runOpts{ID: "b", ThreadID: "t1", CreatedAt: at(1)})
+		insertRun(t, b.rs, runOpts{ID: "c", ThreadID: "t2", CreatedAt: at(2)})
+		insertRun(t, b.rs, runOpts{ID: "later", ThreadID: "t2", CreatedAt: at(100)})
+
+		q, err := b.rs.ClaimRun(t.Context(), "w", at(10), at(70))
+		require.NoError(t, err)
+		require.Equal(t, "a", q.Run.RunID)
+		require.Equal(t, 1, q.Attempt)
+		require.Equal(t, graphserver.RunRunning, q.Run.Status)
+		// b waits for a (same thread); c is next.
+		q, err = b.rs.ClaimRun(t.Context(), "w", at(10), at(70))
+		require.NoError(t, err)
+		require.Equal(t, "c", q.Run.RunID)
+		q, err = b.rs.ClaimRun(t.Context(), "w", at(10), at(70))
+		require.NoError(t, err)
+		require.Nil(t, q)
+		// after_seconds: "later" is not eligible before its created_at.
+		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "c", Owner: "w", Status: graphserver.RunSuccess,
+			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`{"v":1}`)}, Now: at(11)}))
+		q, err = b.rs.ClaimRun(t.Context(), "w", at(12), at(70))
+		require.NoError(t, err)
+		require.Nil(t, q)
+		q, err = b.rs.ClaimRun(t.Context(), "w", at(100), at(170))
+		require.NoError(t, err)
+		require.Equal(t, "later", q.Run.RunID)
+	})
+
+	t.Run("ConcurrentClaims", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const n = 20
+		for i := range n {
+			id := fmt.Sprintf("t%02d", i+10)
+			createThread(t, b.st, threadOpts{ID: id})
+			insertRun(t, b.rs, runOpts{ID: "r" + id, ThreadID: id})
+		}
+		claimed := make(chan string, n*2)
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() {
+				for {
+					q, err := b.rs.ClaimRun(t.Context(), "w", at(1), at(60))
+					if err != nil || q == nil {
+						errs <- err
+						return
+					}
+					claimed <- q.Run.RunID
+				}
+			}()
+		}
+		for range 8 {
+			require.NoError(t, <-errs)
+		}
+		close(claimed)
+		seen := map[string]bool{}
+		for id := range claimed {
+			require.False(t, seen[id], "run %s claimed twice", id)
+			seen[id] = true
+		}
+		require.Len(t, seen, n)
+	})
+
+	t.Run("LeaseRenewReleaseFinish", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1", Webhook: "https://example.com/h"})
+		q, err := b.rs.ClaimRun(t.Context(), "w1", at(1), at(31))
+		require.NoError(t, err)
+		require.Equal(t, "r1", q.Run.RunID)
+
+		action, err := b.rs.RenewRunLease(t.Context(), "r1", "w1", at(61))
+		require.NoError(t, err)
+		require.Empty(t, action)
+		_, err = b.rs.RenewRunLease(t.Context(), "r1", "other", at(61))
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		require.NoError(t, b.rs.ReleaseRun(t.Context(), "r1", "w1", at(2)))
+		require.Equal(t, graphserver.RunPending, runStatus(t, b, "r1"))
+		requireCode(t, b.rs.ReleaseRun(t.Context(), "r1", "w1", at(2)), graphserver.ENOTFOUND)
+
+		q, err = b.rs.ClaimRun(t.Context(), "w2", at(3), at(33))
+		require.NoError(t, err)
+		require.Equal(t, 2, q.Attempt)
+		requireCode(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w1", Status: graphserver.RunSuccess, Now: at(4)}),
+			graphserver.ENOTFOUND)
+		d := &graphserver.WebhookDelivery{ID: "d1", RunID: "r1", URL: "https://example.com/h", Body: json.RawMessage(`{"run_id":"r1"}`), NextAt: at(4)}
+		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w2", Status: graphserver.RunSuccess,
+			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted, Values: json.RawMessage(`{"v":2}`),
+				Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}},
+			Webhook: d, Now: at(4)}))
+		require.Equal(t, graphserver.RunSuccess, runStatus(t, b, "r1"))
+		th, err := b.st.GetThread(t.Context(), "t1", nil)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadInterrupted, th.Status)
+		require.JSONEq(t, `{"v":2}`, string(th.Values))
+		require.Equal(t, map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}, th.Interrupts)
+
+		// Webhook outbox: claimed when due, held while leased, retried, deleted when done.
+		ds, err := b.rs.ClaimWebhooks(t.Context(), at(3), at(100), 10)
+		require.NoError(t, err)
+		require.Empty(t, ds)
+		ds, err = b.rs.ClaimWebhooks(t.Context(), at(5), at(100), 10)
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Equal(t, "d1", ds[0].ID)
+		require.JSONEq(t, `{"run_id":"r1"}`, string(ds[0].Body))
+		ds2, err := b.rs.ClaimWebhooks(t.Context(), at(6), at(100), 10)
+		require.NoError(t, err)
+		require.Empty(t, ds2)
+		require.NoError(t, b.rs.UpdateWebhook(t.Context(), "d1", 1, false, at(7), "status 503"))
+		ds, err = b.rs.ClaimWebhooks(t.Context(), at(8), at(100), 10)
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Equal(t, 1, ds[0].Attempts)
+		require.NoError(t, b.rs.UpdateWebhook(t.Context(), "d1", 2, true, time.Time{}, ""))
+		ds, err = b.rs.ClaimWebhooks(t.Context(), at(1000), at(1100), 10)
+		require.NoError(t, err)
+		require.Empty(t, ds)
+	})
+
+	t.Run("FinishBusyWhileOthersQueued", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
+		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
+		require.NoError(t, err)
+		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w", Status: graphserver.RunError,
+			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadError, Error: json.RawMessage(`{"error":"E","message":"m"}`)}, Now: at(6)}))
+		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t1"))
+	})
+
+	t.Run("FinishRollbackAndTemporary", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createThread(t, b.st, threadOpts{ID: "tmp"})
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "tmp"})
+		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
+		require.NoError(t, err)
+		_, err = b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
+		require.NoError(t, err)
+		require.NoError(t, b.st.PutCheckpoint(t.Context(), &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", RunID: "r1",
+			CreatedAt: at(5), ChannelVersions: map[string]string{"a": "1"},
+			NewBlobs: []graphserver.ChannelBlob{{Channel: "a", Version: "1", Data: json.RawMessage(`1`)}}}))
+		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w", Delete: true,
+			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`null`)}, Now: at(6)}))
+		_, err = b.rs.GetRun(t.Context(), "", "r1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.st.GetCheckpoint(t.Context(), "t1", "", "c1")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		require.Equal(t, graphserver.ThreadIdle, threadStatus(t, b, "t1"))
+
+		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r2", Owner: "w", Status: graphserver.RunSuccess,
+			DeleteThread: true, Now: at(6)}))
+		_, err = b.st.GetThread(t.Context(), "tmp", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.rs.GetRun(t.Context(), "", "r2", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
+	t.Run("Sweep", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for i, id := range []string{"t2", "t3", "t4"} {
+			createThread(t, b.st, threadOpts{ID: id})
+			insertRun(t, b.rs, runOpts{ID: "r" + id, ThreadID: id, CreatedAt: at(i)})
+		}
+		for range 3 {
+			_, err := b.rs.ClaimRun(t.Context(), "dead", at(10), at(20))
+			require.NoError(t, err)
+		}
+		// rt3 gets an interrupt recorded; rt4 is renewed by a live worker.
+		_, err := b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "t3", RunIDs: []string{"rt3"}}, graphserver.CancelInterrupt, at(11), nil)
+		require.NoError(t, err)
+		_, err = b.rs.RenewRunLease(t.Context(), "rt4", "dead", at(100))
+		require.NoError(t, err)
+
+		swept, err := b.rs.SweepRuns(t.Context(), at(15), 3)
+		require.NoError(t, err)
+		require.Empty(t, swept, "leases still valid")
+		swept, err = b.rs.SweepRuns(t.Context(), at(30), 3)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []graphserver.SweptRun{
+			{RunID: "rt2", ThreadID: "t2", Status: graphserver.RunPending},
+			{RunID: "rt3", ThreadID: "t3", Status: graphserver.RunInterrupted},
+		}, swept)
+		require.Equal(t, graphserver.RunRunning, runStatus(t, b, "rt4"))
+		require.Equal(t, graphserver.ThreadIdle, threadStatus(t, b, "t3"))
+
+		// Out of attempts: error, and the thread says so.
+		for attempt := 2; attempt <= 3; attempt++ {
+			q, err := b.rs.ClaimRun(t.Context(), "dead", at(40), at(41))
+			require.NoError(t, err)
+			require.Equal(t, "rt2", q.Run.RunID)
+			require.Equal(t, attempt, q.Attempt)
+			swept, err = b.rs.SweepRuns(t.Context(), at(50), 3)
+			require.NoError(t, err)
+			require.Len(t, swept, 1)
+		}
+		require.Equal(t, graphserver.RunError, swept[0].Status)
+		require.Equal(t, graphserver.RunError, runStatus(t, b, "rt2"))
+		th, err := b.st.GetThread(t.Context(), "t2", nil)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadError, th.Status)
+		require.Contains(t, string(th.Error), "MaxAttemptsExceeded")
+	})
+
+	t.Run("CancelAndDelete", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
+		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
+		require.NoError(t, err)
+
+		requireCode(t, b.rs.DeleteRun(t.Context(), "t1", "r1", nil), graphserver.ECONFLICT)
+		_, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"r1", "nope"}}, graphserver.CancelInterrupt, at(6), nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		cancelled, err := b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{Status: "pending"}, graphserver.CancelInterrupt, at(6), nil)
+		require.NoError(t, err)
+		require.Equal(t, []graphserver.CancelledRun{{RunID: "r2", ThreadID: "t1", Status: graphserver.RunInterrupted, Action: graphserver.CancelInterrupt}}, cancelled)
+		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t1"), "r1 still runs")
+
+		cancelled, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelRollback, at(7), graphserver.Filter{"owner": "bob"})
+		require.NoError(t, err)
+		require.Empty(t, cancelled, "hidden by the filter")
+		cancelled, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelRollback, at(7), nil)
+		require.NoError(t, err)
+		require.Equal(t, []graphserver.CancelledRun{{RunID: "r1", ThreadID: "t1", Status: graphserver.RunRunning, Action: graphserver.CancelRollback}}, cancelled)
+
+		require.NoError(t, b.rs.DeleteRun(t.Context(), "t1", "r2", nil))
+		requireCode(t, b.rs.DeleteRun(t.Context(), "t1", "r2", nil), graphserver.ENOTFOUND)
+
+		// Deleting the thread deletes its runs.
+		require.NoError(t, b.st.DeleteThread(t.Context(), "t1", nil))
+		_, err = b.rs.GetRun(t.Context(), "", "r1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+}
