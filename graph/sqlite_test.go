@@ -114,7 +114,9 @@ func BenchmarkChatThreadStorage(b *testing.B) {
 func BenchmarkSuperstep(b *testing.B) {
 	g := graph.New(graph.Channels{"n": graph.LastValue()})
 	for _, n := range []string{"a", "b", "c"} {
-		g.AddNode(n, func(ctx context.Context, s graph.State) (any, error) { return graph.Update{"n": s.Number("n") + 1}, nil })
+		g.AddNode(n, func(ctx context.Context, s graph.State) (any, error) {
+			return graph.Update{"n": s.Number("n") + 1}, nil
+		})
 	}
 	g.AddEdge(graph.Start, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.End)
 	c, err := g.Compile(graph.CompileOptions{})
