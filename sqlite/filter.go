@@ -34,15 +34,6 @@ func (w *where) String() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
-// and returns "c1 AND c2 ..." or "1" when there is no condition, for
-// appending to a query that already has a WHERE clause.
-func (w *where) and() string {
-	if len(w.conds) == 0 {
-		return "1"
-	}
-	return strings.Join(w.conds, " AND ")
-}
-
 // contains adds the condition "the JSON document in column col contains v"
 // with Postgres jsonb @> semantics: objects match when every key of v matches
 // (recursively), arrays when every element of v is contained in some element,
