@@ -68,7 +68,9 @@ func (q *runQueue) execute(qr *QueuedRun) {
 	s := q.s
 	run := qr.Run
 	log := q.logs.open(run.RunID, run.ThreadID, run.Kwargs.Resumable)
-	log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
+	if evs, _, _ := log.read(0); qr.Attempt > 1 || len(evs) == 0 {
+		log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
+	}
 
 	ctx, cancel := context.WithCancelCause(s.lifetime)
 	defer cancel(nil)

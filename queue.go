@@ -54,8 +54,11 @@ type runQueue struct {
 	drain     chan struct{} // closed when the server begins draining
 	drainOnce sync.Once
 
-	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc // runs executing here
+	slots chan struct{} // one token per run executing here (Options.Workers)
+
+	mu        sync.Mutex
+	running   map[string]context.CancelCauseFunc // runs executing here
+	accepting bool                               // started and not draining
 }
 
 func newRunQueue(s *Server, opts Options) *runQueue {
@@ -76,6 +79,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},
 	}
+	q.slots = make(chan struct{}, q.workers)
 	q.hooks = newWebhooks(q, opts.Webhooks)
 	return q
 }
@@ -109,12 +113,56 @@ func (q *runQueue) tasks() []func(ctx context.Context) {
 	if q.storage == nil {
 		return nil
 	}
+	q.mu.Lock()
+	q.accepting = true
+	q.mu.Unlock()
 	return []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop}
 }
 
 // beginDrain stops claiming new runs and webhooks.
 func (q *runQueue) beginDrain() {
+	q.mu.Lock()
+	q.accepting = false
+	q.mu.Unlock()
 	q.drainOnce.Do(func() { close(q.drain) })
+}
+
+// acquireSlot takes a worker slot if one is free and the server runs.
+func (q *runQueue) acquireSlot() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.accepting {
+		return false
+	}
+	select {
+	case q.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (q *runQueue) releaseSlot() { <-q.slots }
+
+// startClaimed executes a run claimed at creation in the slot taken for it.
+func (q *runQueue) startClaimed(qr *QueuedRun) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.accepting {
+		// The server began closing since the slot was taken: give the run
+		// back to the queue for the next start.
+		if err := q.storage.ReleaseRun(context.WithoutCancel(q.s.lifetime), qr.Run.RunID, q.owner, q.s.clock()); err != nil {
+			q.s.logger.Error("release run", "run_id", qr.Run.RunID, "err", err)
+		}
+		q.releaseSlot()
+		return
+	}
+	// Close waits for the WaitGroup only after beginDrain, which takes q.mu:
+	// this Go happens before that Wait.
+	q.s.wg.Go(func() {
+		defer q.releaseSlot()
+		q.execute(qr)
+	})
 }
 
 // signal wakes the dispatcher: a run may be claimable.
@@ -158,7 +206,7 @@ func (q *runQueue) cancelLocal(runID, action string) {
 // or finished) and every poll interval (delayed runs, other processes).
 func (q *runQueue) dispatch(ctx context.Context) {
 	s := q.s
-	slots := make(chan struct{}, q.workers)
+	slots := q.slots
 	timer := time.NewTimer(q.pollInterval)
 	defer timer.Stop()
 	for {

@@ -238,7 +238,12 @@ type RunStorage interface {
 	// CancelRuns does) and report them; enqueue leaves them. The thread is
 	// marked busy and opts.ThreadMetadata merged into its metadata, and its
 	// config replaced by opts.ThreadConfig when that is non-nil.
-	CreateRun(ctx context.Context, r *Run, opts *RunInsert) ([]CancelledRun, error)
+	// When opts.Owner is set and the run can start at once (r.CreatedAt is
+	// not after r.UpdatedAt and, once the strategy applied, no other run of
+	// the thread is pending or running), it is inserted already claimed by
+	// Owner (status running, attempt 1, leased until opts.LeaseUntil) and
+	// the result says Claimed.
+	CreateRun(ctx context.Context, r *Run, opts *RunInsert) (*RunCreated, error)
 	// GetRun returns a run; threadID "" matches any thread. ENOTFOUND if
 	// missing or hidden by filter (applied to the thread's metadata).
 	GetRun(ctx context.Context, threadID, runID string, filter Filter) (*Run, error)
@@ -294,6 +299,19 @@ type RunInsert struct {
 	ThreadMetadata Metadata // merged into the thread's metadata
 	ThreadConfig   Object   // replaces the thread's config when non-nil
 	Filter         Filter   // access-control filter on the thread's metadata
+
+	// Owner, when set, claims the run at insertion if it can start at once.
+	Owner      string
+	LeaseUntil time.Time
+}
+
+// RunCreated is what RunStorage.CreateRun did besides inserting the run.
+type RunCreated struct {
+	// Cancelled lists the in-flight runs the multitask strategy cancelled.
+	Cancelled []CancelledRun
+	// Claimed is true when the run was inserted running, claimed by
+	// RunInsert.Owner with attempt 1.
+	Claimed bool
 }
 
 // CancelledRun reports a run a cancellation touched. Status is
@@ -786,15 +804,32 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 		}
 	}
 	log := s.rq.logs.open(runID, threadID, rc.StreamResumable)
-	cancelled, err := rs.CreateRun(ctx, run, ins)
+	// The first event goes out at once; a later attempt adds its own.
+	log.append("metadata", marshalOutput(map[string]any{"run_id": runID, "attempt": 1}))
+	slot := rc.AfterSeconds == 0 && s.rq.acquireSlot()
+	if slot {
+		ins.Owner, ins.LeaseUntil = s.rq.owner, now.Add(s.rq.lease)
+	}
+	res, err := rs.CreateRun(ctx, run, ins)
 	if err != nil {
+		if slot {
+			s.rq.releaseSlot()
+		}
 		s.rq.logs.drop(runID)
 		return nil, nil, err
 	}
-	s.applyCancelled(cancelled)
-	if rc.AfterSeconds > 0 {
+	s.applyCancelled(res.Cancelled)
+	switch {
+	case res.Claimed:
+		claimed := *run
+		claimed.Status = RunRunning
+		s.rq.startClaimed(&QueuedRun{Run: &claimed, Attempt: 1})
+	case slot:
+		s.rq.releaseSlot()
+		s.rq.signal()
+	case rc.AfterSeconds > 0:
 		s.rq.signalAt(createdAt)
-	} else {
+	default:
 		s.rq.signal()
 	}
 	return run, log, nil

@@ -679,8 +679,10 @@ func TestRunsLifecycle(t *testing.T) {
 		defer resp.Body.Close()
 		require.NoError(t, e.srv.Start(t.Context()))
 		evs := newSSEReader(resp.Body).all()
-		require.Equal(t, []string{"metadata", "values"}, names(evs))
-		require.JSONEq(t, `{"run_id":"`+run.RunID+`","attempt":2}`, evs[0].Data)
+		// The log of this process starts at creation (attempt 1); the retry
+		// announces itself with attempt 2.
+		require.Equal(t, []string{"metadata", "metadata", "values"}, names(evs))
+		require.JSONEq(t, `{"run_id":"`+run.RunID+`","attempt":2}`, evs[1].Data)
 		require.Equal(t, graphserver.RunSuccess, e.runStatus(t, tid, run.RunID))
 	})
 	t.Run("MaxAttempts", func(t *testing.T) {

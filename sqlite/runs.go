@@ -64,7 +64,7 @@ func isActive(status string) bool {
 }
 
 // CreateRun implements graphserver.RunStorage.
-func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserver.RunInsert) ([]graphserver.CancelledRun, error) {
+func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserver.RunInsert) (*graphserver.RunCreated, error) {
 	if opts == nil {
 		opts = &graphserver.RunInsert{}
 	}
@@ -88,7 +88,7 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 		}
 		threadCfg = sql.NullString{String: c, Valid: true}
 	}
-	var cancelled []graphserver.CancelledRun
+	res := &graphserver.RunCreated{}
 	err = db.write(ctx, func(tx *sqlx.Tx) error {
 		now := formatTime(r.UpdatedAt)
 		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
@@ -106,7 +106,9 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 			WHERE thread_id = ? AND status IN ('pending', 'running')`, r.ThreadID); err != nil {
 			return fmt.Errorf("list active runs: %w", err)
 		}
+		free := true // no run of the thread stays pending or running
 		if len(active) > 0 {
+			free = false
 			switch r.MultitaskStrategy {
 			case graphserver.MultitaskReject:
 				return graphserver.Errorf(graphserver.ECONFLICT, graphserver.MultitaskRejectMessage)
@@ -115,18 +117,30 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 				if r.MultitaskStrategy == graphserver.MultitaskRollback {
 					action = graphserver.CancelRollback
 				}
+				free = true
 				for _, a := range active {
 					c, err := cancelRun(ctx, tx, a, action, now)
 					if err != nil {
 						return err
 					}
-					cancelled = append(cancelled, c)
+					res.Cancelled = append(res.Cancelled, c)
+					if c.Status == graphserver.RunRunning {
+						free = false
+					}
 				}
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
-			r.RunID, r.ThreadID, r.AssistantID, formatTime(r.CreatedAt), now, graphserver.RunPending, metadata,
-			r.MultitaskStrategy, kwargs); err != nil {
+		status, attempt := graphserver.RunPending, 0
+		var owner, lease sql.NullString
+		if opts.Owner != "" && free && !r.CreatedAt.After(r.UpdatedAt) {
+			status, attempt, res.Claimed = graphserver.RunRunning, 1, true
+			owner = sql.NullString{String: opts.Owner, Valid: true}
+			lease = sql.NullString{String: formatTime(opts.LeaseUntil), Valid: true}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt, lease_owner, lease_expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.RunID, r.ThreadID, r.AssistantID, formatTime(r.CreatedAt), now, status, metadata,
+			r.MultitaskStrategy, kwargs, attempt, owner, lease); err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'busy', metadata = json_patch(metadata, ?),
@@ -139,7 +153,7 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	if err != nil {
 		return nil, err
 	}
-	return cancelled, nil
+	return res, nil
 }
 
 // insertThread inserts a new thread row inside tx.

@@ -130,7 +130,13 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 				require.NoError(t, err)
 				require.Equal(t, "running", claimed.Run.RunID)
 				insertRun(t, b.rs, runOpts{ID: "pending", ThreadID: "t1", CreatedAt: at(2)})
-				cancelled, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "new", ThreadID: "t1", Strategy: strategy, CreatedAt: at(3)}), &graphserver.RunInsert{})
+				created, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "new", ThreadID: "t1", Strategy: strategy, CreatedAt: at(3)}),
+					&graphserver.RunInsert{Owner: "w2", LeaseUntil: at(60)})
+				var cancelled []graphserver.CancelledRun
+				if created != nil {
+					cancelled = created.Cancelled
+					require.False(t, created.Claimed, "the thread still has a running run")
+				}
 				switch strategy {
 				case graphserver.MultitaskReject:
 					requireCode(t, err, graphserver.ECONFLICT)
@@ -161,6 +167,27 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 				}
 			})
 		}
+	})
+
+	t.Run("ClaimAtInsert", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		r := newRun(runOpts{ID: "r1", ThreadID: "t1"})
+		created, err := b.rs.CreateRun(t.Context(), r, &graphserver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		require.NoError(t, err)
+		require.True(t, created.Claimed)
+		require.Equal(t, graphserver.RunRunning, runStatus(t, b, "r1"))
+		_, err = b.rs.RenewRunLease(t.Context(), "r1", "w", at(40))
+		require.NoError(t, err)
+		// Queued behind r1, and delayed runs, are not claimed at insert.
+		created, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r2", ThreadID: "t1"}), &graphserver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		require.NoError(t, err)
+		require.False(t, created.Claimed)
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		created, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r3", ThreadID: "t2", CreatedAt: at(5)}), &graphserver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		require.NoError(t, err)
+		require.False(t, created.Claimed)
+		require.Equal(t, graphserver.RunPending, runStatus(t, b, "r3"))
 	})
 
 	t.Run("ClaimOrder", func(t *testing.T) {
