@@ -20,6 +20,13 @@ type Options struct {
 	// SystemAssistantID(graph_id). New copies the map.
 	Graphs map[string]Graph
 
+	// GraphConfigs seeds the config and context of system assistants, by
+	// graph id, in the shape of LangGraph's LANGGRAPH_CONFIG:
+	// {"configurable": {...}} becomes the assistant's config, and a
+	// "context" key its context. It applies when Start creates a system
+	// assistant; existing ones are left as they are. New copies the map.
+	GraphConfigs map[string]Object
+
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
 
@@ -76,6 +83,7 @@ type Options struct {
 type Server struct {
 	storage Storage
 	graphs  map[string]Graph
+	seeds   map[string]Object
 	logger  *slog.Logger
 	now     func() time.Time
 	itemCfg itemConfig
@@ -110,6 +118,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		storage:  opts.Storage,
 		graphs:   maps.Clone(opts.Graphs),
+		seeds:    maps.Clone(opts.GraphConfigs),
 		logger:   cmp.Or(opts.Logger, slog.Default()),
 		now:      opts.Now,
 		itemCfg:  newItemConfig(opts),

@@ -18,6 +18,7 @@ type Storage interface {
 	ItemStorage
 	RunStorage
 	Checkpointer
+	TruncateStorage
 	// Ping checks that the storage answers.
 	Ping(ctx context.Context) error
 }

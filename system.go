@@ -21,11 +21,12 @@ func SystemAssistantID(graphID string) string {
 func (s *Server) ensureSystemAssistants(ctx context.Context) error {
 	now := s.clock()
 	for graphID := range s.graphs {
+		config, runtimeCtx := seedConfig(s.seeds[graphID])
 		a := &Assistant{
 			AssistantID: SystemAssistantID(graphID),
 			GraphID:     graphID,
-			Config:      Object{},
-			Context:     Object{},
+			Config:      config,
+			Context:     runtimeCtx,
 			Metadata:    Metadata{"created_by": "system"},
 			Name:        graphID,
 			Version:     1,
@@ -37,6 +38,25 @@ func (s *Server) ensureSystemAssistants(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// seedConfig splits a GraphConfigs entry into an assistant's config (every
+// key but "context") and context (the "context" object). Both are new
+// objects (shallow copies), never nil.
+func seedConfig(seed Object) (config, runtimeCtx Object) {
+	config, runtimeCtx = Object{}, Object{}
+	for k, v := range seed.Clone() {
+		if k == "context" {
+			if c, ok := v.(map[string]any); ok {
+				runtimeCtx = Object(c).Clone()
+			} else if c, ok := v.(Object); ok {
+				runtimeCtx = c.Clone()
+			}
+			continue
+		}
+		config[k] = v
+	}
+	return config, runtimeCtx
 }
 
 // Version is the graphserver version reported by GET /info.

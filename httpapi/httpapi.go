@@ -45,8 +45,9 @@ type Options struct {
 	CORSOrigins []string
 
 	// EnableTruncate serves POST /internal/truncate, a test helper that
-	// empties the storage (as the JS dev server's). Never enable it in
-	// production. It is reserved: the route is not served yet.
+	// empties the storage (as the JS dev server's): the body flags runs,
+	// threads, assistants (system ones are kept), store and checkpoint (or
+	// checkpointer). Never enable it in production.
 	EnableTruncate bool
 
 	// HeartbeatInterval is how often SSE streams send ": heartbeat" and

@@ -11,7 +11,7 @@ type route struct {
 // routes lists every route the API serves, in the order of the wire
 // contract's route catalogue (§2). Add one line per route.
 func (h *handler) routes() []route {
-	return []route{
+	rts := []route{
 		// §2.1 System
 		{"GET /ok", h.ok},
 		{"GET /info", h.info},
@@ -74,4 +74,8 @@ func (h *handler) routes() []route {
 		{"POST /store/items/search", h.searchItems},
 		{"POST /store/namespaces", h.listNamespaces},
 	}
+	if h.opts.EnableTruncate {
+		rts = append(rts, route{"POST /internal/truncate", h.truncate}) // test helper (§2.1)
+	}
+	return rts
 }

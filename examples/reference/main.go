@@ -1,0 +1,132 @@
+// Command reference serves Go equivalents of the eleven LangGraph reference
+// graphs (agent, agent_simple, weather, nested, error, delay, dynamic,
+// simple_runtime, state_schema_graph, zod_registry_graph, plain_zod_graph)
+// over the LangGraph Platform API, with their system assistants and the
+// test-only POST /internal/truncate. The official-SDK compatibility suite in
+// e2e/ runs against it.
+//
+//	go run ./examples/reference                       # http://127.0.0.1:8123, temp database
+//	go run ./examples/reference -addr 127.0.0.1:0     # any free port
+//	go run ./examples/reference -db ref.db -config '{"agent":{"configurable":{"model_name":"x"}}}'
+//
+// -config seeds the system assistants' config and context, in the shape of
+// LangGraph's LANGGRAPH_CONFIG (its default, also read from that variable,
+// is the reference set). The program prints "listening on http://HOST:PORT"
+// once the port is bound and shuts down cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/sqlite"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := run(ctx, os.Args[1:], os.Stdout, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "reference:", err)
+		os.Exit(1)
+	}
+}
+
+// shutdownTimeout bounds how long shutdown waits for requests and runs.
+const shutdownTimeout = 10 * time.Second
+
+// run parses args, serves until ctx ends, then shuts down: HTTP first, then
+// the graphserver, then the database (and its temp directory, if it made
+// one). It returns the first error, including a port already in use.
+func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
+	fs := flag.NewFlagSet("reference", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
+	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit)")
+	configJSON := fs.String("config", cmp.Or(os.Getenv("LANGGRAPH_CONFIG"), defaultConfig),
+		`system assistants' config/context by graph id: {"<graph_id>": {"configurable": {...}} | {"context": {...}}}`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var seeds map[string]graphserver.Object
+	if err := json.Unmarshal([]byte(*configJSON), &seeds); err != nil {
+		return fmt.Errorf("-config: %w", err)
+	}
+
+	if *dbPath == "" {
+		dir, err := os.MkdirTemp("", "graphserver-reference-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*dbPath = filepath.Join(dir, "graphserver.db")
+	}
+	db, err := sqlite.Open(*dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	graphs, err := referenceGraphs(logger)
+	if err != nil {
+		return err
+	}
+	srv, err := graphserver.New(graphserver.Options{
+		Storage:      db,
+		Graphs:       graphs,
+		GraphConfigs: seeds,
+		Logger:       logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		_ = srv.Close(closeCtx)
+	}()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           httpapi.New(srv, httpapi.Options{Logger: logger, EnableTruncate: true}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		_ = hs.Close() // streams still open after the timeout
+	}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/graphserver/graphserver"
+)
+
+// truncateRequest is the body of POST /internal/truncate; the JS dev server
+// names the checkpoint flag "checkpointer", the Python one "checkpoint".
+type truncateRequest struct {
+	Runs         bool `json:"runs"`
+	Threads      bool `json:"threads"`
+	Assistants   bool `json:"assistants"`
+	Checkpoint   bool `json:"checkpoint"`
+	Checkpointer bool `json:"checkpointer"`
+	Store        bool `json:"store"`
+}
+
+// truncate answers POST /internal/truncate (served only with
+// Options.EnableTruncate): it empties what the body flags and answers
+// {"ok": true}.
+func (h *handler) truncate(w http.ResponseWriter, r *http.Request) error {
+	var req truncateRequest
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	err := h.srv.Truncate(r.Context(), graphserver.TruncateOptions{
+		Runs:        req.Runs,
+		Threads:     req.Threads,
+		Assistants:  req.Assistants,
+		Checkpoints: req.Checkpoint || req.Checkpointer,
+		Store:       req.Store,
+	})
+	if err != nil {
+		return err
+	}
+	return h.writeJSON(w, r, http.StatusOK, map[string]bool{"ok": true})
+}

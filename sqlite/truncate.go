@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/graphserver/graphserver"
+)
+
+// truncateStatements lists, per flag, the statements emptying its tables.
+// Thread deletion cascades to runs and checkpoints through foreign keys;
+// store_fts rows go with their items through a trigger, and are cleared
+// again here in case of orphans.
+var truncateStatements = []struct {
+	on    func(graphserver.TruncateOptions) bool
+	stmts []string
+}{
+	{func(o graphserver.TruncateOptions) bool { return o.Runs }, []string{
+		`DELETE FROM webhook_outbox`,
+		`DELETE FROM runs`,
+	}},
+	{func(o graphserver.TruncateOptions) bool { return o.Threads }, []string{
+		`DELETE FROM threads`,
+	}},
+	{func(o graphserver.TruncateOptions) bool { return o.Checkpoints }, []string{
+		`DELETE FROM checkpoint_writes`,
+		`DELETE FROM checkpoint_blobs`,
+		`DELETE FROM checkpoints`,
+	}},
+	{func(o graphserver.TruncateOptions) bool { return o.Assistants }, []string{
+		`DELETE FROM assistants WHERE json_extract(metadata, '$.created_by') IS NOT 'system'`,
+	}},
+	{func(o graphserver.TruncateOptions) bool { return o.Store }, []string{
+		`DELETE FROM store_items`,
+		`DELETE FROM store_fts`,
+	}},
+}
+
+// Truncate implements graphserver.TruncateStorage: it deletes what opts
+// flags in one transaction, keeping system assistants.
+func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions) error {
+	return db.write(ctx, func(tx *sqlx.Tx) error {
+		for _, group := range truncateStatements {
+			if !group.on(opts) {
+				continue
+			}
+			for _, stmt := range group.stmts {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("truncate: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
