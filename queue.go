@@ -22,7 +22,7 @@ const (
 
 // endedLogGrace is how long the event log of a finished run that is not
 // resumable stays, so that a join racing the end still sees it.
-const endedLogGrace = 30 * time.Second
+const endedLogGrace = 5 * time.Second
 
 // Cancellation causes of a run's context.
 var (
