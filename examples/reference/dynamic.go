@@ -19,10 +19,15 @@ var _ graphserver.Graph = dynamicGraph{}
 // so nothing is cached.
 func (dynamicGraph) build(config graphserver.Object) (*graph.Compiled, error) {
 	name := "default"
-	if c, ok := config["configurable"].(map[string]any); ok {
-		if n, ok := c["nodeName"].(string); ok && n != "" {
-			name = n
-		}
+	var configurable map[string]any
+	switch c := config["configurable"].(type) {
+	case map[string]any:
+		configurable = c
+	case graphserver.Object:
+		configurable = c
+	}
+	if n, ok := configurable["nodeName"].(string); ok && n != "" {
+		name = n
 	}
 	g := graph.New(graph.Channels{
 		"node":     graph.LastValue().WithSchema(`{"type": "string"}`),
