@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -37,9 +38,21 @@ func main() {
 	runs := flag.Int("runs", 4000, "runs per scenario")
 	clients := flag.Int("clients", 8, "concurrent HTTP clients")
 	dbPath := flag.String("db", "", "SQLite file (default: a temp file)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*runs, *clients, *dbPath); err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		os.Exit(1)
 	}
 }
 
