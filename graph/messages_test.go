@@ -73,8 +73,14 @@ func TestLegacyMessagesAndEvents(t *testing.T) {
 	require.Equal(t, "begin", last["content"])
 	require.Equal(t, "ai", last["type"])
 	complete := rec.of("messages/complete")
-	require.Len(t, complete, 1)
-	require.Equal(t, "tool_call__begin", complete[0].([]any)[0].(map[string]any)["content"])
+	var completed []string
+	for _, c := range complete {
+		completed = append(completed, c.([]any)[0].(map[string]any)["content"].(string))
+	}
+	// streamed messages complete when their node returns them
+	require.Equal(t, []string{"begin", "tool_call__begin", "end"}, completed)
+	require.Equal(t, last["id"], complete[0].([]any)[0].(map[string]any)["id"])
+	require.NotEmpty(t, complete[1].([]any)[0].(map[string]any)["id"], "a message without id gets one in the stream")
 	counts := map[string]int{}
 	for _, e := range rec.of("events") {
 		counts[e.(map[string]any)["event"].(string)]++

@@ -29,14 +29,15 @@ type runCtx struct {
 	wg             sync.WaitGroup
 	root           *runner
 
-	seenMsg map[string]bool
-	partial map[string]*Message
-	nodeRun map[string]string // task id -> events run id
+	seenMsg  map[string]bool
+	streamed map[string]bool // ids streamed by a MessageStream, not yet completed
+	partial  map[string]*Message
+	nodeRun  map[string]string // task id -> events run id
 }
 
 func newRunCtx(req *graphserver.GraphRun, emit func(graphserver.StreamPart)) *runCtx {
 	rc := &runCtx{req: req, emitFn: emit, modes: map[string]bool{}, cp: req.Checkpointer, threadID: req.ThreadID,
-		durability: req.Durability, recursionLimit: 25, config: req.Config, seenMsg: map[string]bool{}, partial: map[string]*Message{}, nodeRun: map[string]string{}}
+		durability: req.Durability, recursionLimit: 25, config: req.Config, seenMsg: map[string]bool{}, streamed: map[string]bool{}, partial: map[string]*Message{}, nodeRun: map[string]string{}}
 	for _, m := range req.StreamModes {
 		rc.modes[m] = true
 	}
@@ -223,10 +224,19 @@ func (rc *runCtx) outputMessages(r *runner, t *task, step int) {
 				rc.mu.Lock()
 				seen := rc.seenMsg[m.ID]
 				rc.seenMsg[m.ID] = true
+				streamed := rc.streamed[m.ID]
+				delete(rc.streamed, m.ID)
 				rc.mu.Unlock()
+				if streamed {
+					// the legacy mode completes a message it streamed in parts
+					rc.emitLegacy(r, "messages/complete", []any{messageValue(m)})
+				}
 				if seen {
 					continue
 				}
+			} else {
+				// the reducer gives it an id in the state; the stream needs one too
+				m.ID = uuid.NewString()
 			}
 			meta := rc.taskMeta(r, t, step)
 			meta["tags"] = []string{}
@@ -510,6 +520,7 @@ func (s *MessageStream) Chunk(content string) {
 		"usage_metadata": nil, "tool_call_chunks": []any{}}
 	rc.mu.Lock()
 	rc.seenMsg[s.acc.ID] = true
+	rc.streamed[s.acc.ID] = true
 	rc.mu.Unlock()
 	r.emit("messages-tuple", []any{chunk, s.meta})
 	if s.first {
