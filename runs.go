@@ -737,7 +737,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	meta := Metadata{}
 	maps.Copy(meta, asst.Metadata)
 	maps.Copy(meta, threadMeta)
-	if m, ok := rc.Config["metadata"].(map[string]any); ok {
+	if m, ok := asObject(rc.Config["metadata"]); ok {
 		maps.Copy(meta, m)
 	}
 	maps.Copy(meta, rc.Metadata)
@@ -793,7 +793,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	}
 	if thread == nil {
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
-		if m, ok := rc.Config["metadata"].(map[string]any); ok && stateless {
+		if m, ok := asObject(rc.Config["metadata"]); ok && stateless {
 			maps.Copy(tm, m)
 		}
 		maps.Copy(tm, rc.Metadata)
@@ -867,13 +867,11 @@ func mergeRunConfig(asst *Assistant, threadCfg Object, rc *RunCreate) (cfg, stor
 	maps.Copy(cfg, rc.Config)
 	configurable := Object{}
 	for _, src := range []Object{asst.Config, threadCfg, rc.Config} {
-		if m, ok := src["configurable"].(map[string]any); ok {
-			maps.Copy(configurable, m)
-		} else if m, ok := src["configurable"].(Object); ok {
+		if m, ok := asObject(src["configurable"]); ok {
 			maps.Copy(configurable, m)
 		}
 	}
-	reqConfigurable, _ := rc.Config["configurable"].(map[string]any)
+	reqConfigurable, _ := asObject(rc.Config["configurable"])
 	runCtx = Object{}
 	maps.Copy(runCtx, asst.Context)
 	maps.Copy(runCtx, rc.Context)
@@ -953,7 +951,7 @@ func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless
 	if stateless && rc.Command != nil && len(rc.Command.Resume) > 0 {
 		return Errorf(EBADREQUEST, "You must provide a thread_id when resuming.")
 	}
-	if c, ok := rc.Config["configurable"].(map[string]any); ok && len(c) > 0 && len(rc.Context) > 0 {
+	if c, ok := asObject(rc.Config["configurable"]); ok && len(c) > 0 && len(rc.Context) > 0 {
 		return Errorf(EBADREQUEST, "Cannot specify both configurable and context. Prefer setting context alone. Context was introduced in LangGraph 0.6.0 and is the long term planned replacement for configurable.")
 	}
 	if rc.Webhook != "" {
