@@ -275,7 +275,16 @@ func (rc *runCtx) emitCheckpoint(r *runner, c *ckpt) {
 		rc.send(r.nsParts, "checkpoints", payload)
 	}
 	if rc.modes["debug"] && r.visible() {
-		rc.send(r.nsParts, "debug", map[string]any{"type": "checkpoint", "step": c.step, "timestamp": timestamp(c.createdAt), "payload": payload})
+		// the server adds the checkpoint objects state and history carry
+		debug := maps.Clone(payload)
+		id := c.id
+		debug["checkpoint"] = graphserver.Checkpoint{ThreadID: rc.threadID, CheckpointNS: c.ns, CheckpointID: &id}
+		debug["parent_checkpoint"] = nil
+		if c.parentID != "" {
+			parent := c.parentID
+			debug["parent_checkpoint"] = graphserver.Checkpoint{ThreadID: rc.threadID, CheckpointNS: c.ns, CheckpointID: &parent}
+		}
+		rc.send(r.nsParts, "debug", map[string]any{"type": "checkpoint", "step": c.step, "timestamp": timestamp(c.createdAt), "payload": debug})
 	}
 }
 
