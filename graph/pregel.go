@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 )
 
@@ -1004,7 +1005,10 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 	switch o := v.(type) {
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(o)) {
-			if _, ok := g.channels[k]; ok {
+			if c, ok := g.channels[k]; ok {
+				if c.kind == kindMessages {
+					o[k] = withMessageIDs(o[k])
+				}
 				ws = append(ws, write{k, o[k]})
 			}
 		}
@@ -1018,7 +1022,10 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 				return nil, nil, &NodeError{Name: "InvalidUpdateError", Message: "a list update must hold [key, value] pairs"}
 			}
 			k, _ := p[0].(string)
-			if _, ok := g.channels[k]; ok {
+			if c, ok := g.channels[k]; ok {
+				if c.kind == kindMessages {
+					p[1] = withMessageIDs(p[1])
+				}
 				ws = append(ws, write{k, p[1]})
 				shown[k] = p[1]
 			}
@@ -1028,6 +1035,28 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 		return nil, nil, nil
 	}
 	return nil, nil, &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Expected dict, got %v", v)}
+}
+
+// withMessageIDs gives a UUID to each message object (a map) of a node's
+// write to a messages channel that has none, as LangChain's add-messages
+// does in place: the node's update (and its stream events) then carry the
+// id the message gets in the state. v is a freshly normalized value.
+func withMessageIDs(v any) any {
+	set := func(e any) {
+		if m, ok := e.(map[string]any); ok && m["type"] != RemoveMessage {
+			if id, _ := m["id"].(string); id == "" {
+				m["id"] = uuid.NewString()
+			}
+		}
+	}
+	if l, ok := v.([]any); ok {
+		for _, e := range l {
+			set(e)
+		}
+	} else {
+		set(v)
+	}
+	return v
 }
 
 // updateWrites decodes a Command.update or state update body.
