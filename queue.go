@@ -276,6 +276,11 @@ func (q *runQueue) maintain(ctx context.Context) {
 					if l := q.logs.get(r.RunID); l != nil {
 						l.finish(r.Status, nil, now.Add(q.logTTL(l)))
 					}
+					msg := ""
+					if r.Status == RunError {
+						msg = "The run was interrupted too many times (its worker stopped without finishing it)."
+					}
+					q.hooks.enqueueEnded(ctx, r.Run, cmp0(r.Status, RunInterrupted), msg)
 				}
 			}
 			if len(swept) > 0 {

@@ -284,6 +284,8 @@ type RunStorage interface {
 	// ClaimWebhooks takes up to limit outbox deliveries due at now, holding
 	// them until leaseUntil.
 	ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*WebhookDelivery, error)
+	// EnqueueWebhook adds a delivery to the outbox.
+	EnqueueWebhook(ctx context.Context, d *WebhookDelivery) error
 	// UpdateWebhook records a delivery attempt: done deletes the delivery,
 	// otherwise it is due again at next.
 	UpdateWebhook(ctx context.Context, id string, attempts int, done bool, next time.Time, lastError string) error
@@ -322,6 +324,8 @@ type CancelledRun struct {
 	ThreadID string
 	Status   string
 	Action   string
+	// Run is the run as it was, for a pending run that had a webhook.
+	Run *Run
 }
 
 // QueuedRun is a run a worker claimed.
@@ -336,6 +340,9 @@ type SweptRun struct {
 	RunID    string
 	ThreadID string
 	Status   string
+	// Run is the run as it was, for a run ended (not requeued) that had a
+	// webhook.
+	Run *Run
 }
 
 // RunFinish is the end of a run. FinishRun applies it atomically:
@@ -667,6 +674,7 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 			if l := s.rq.logs.get(c.RunID); l != nil {
 				l.finish(c.Status, nil, now.Add(s.rq.logTTL(l)))
 			}
+			s.rq.hooks.enqueueEnded(context.WithoutCancel(s.lifetime), c.Run, RunInterrupted, "")
 		}
 	}
 	if len(cancelled) > 0 {

@@ -181,11 +181,29 @@ func (w *webhooks) signal() {
 // delivery builds the outbox entry of a finished run (§6): the run record
 // with its final status, plus run_started_at, run_ended_at, values and error.
 func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.Time, errJSON json.RawMessage) *WebhookDelivery {
-	r := *run
-	r.Status = out.status
+	status := out.status
 	if out.rollback {
-		r.Status = RunInterrupted
+		status = RunInterrupted
 	}
+	values := json.RawMessage("null")
+	if out.state != nil && out.state.Checkpoint != nil && out.state.Values != nil {
+		values = marshalOutput(out.state.Values)
+	} else if out.tracker != nil && out.tracker.lastValues != nil {
+		values = out.tracker.lastValues
+	}
+	errMsg := ""
+	if errJSON != nil {
+		errMsg = errorMessage(out.err)
+	}
+	return webhookDelivery(run, status, &startedAt, endedAt, values, errMsg)
+}
+
+// webhookDelivery builds the outbox entry of a run that ended with status:
+// the run record plus run_started_at (null if it never started),
+// run_ended_at, values and, when errMsg is set, error.
+func webhookDelivery(run *Run, status string, startedAt *time.Time, endedAt time.Time, values json.RawMessage, errMsg string) *WebhookDelivery {
+	r := *run
+	r.Status = status
 	r.UpdatedAt = endedAt
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -197,17 +215,31 @@ func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.T
 	}
 	body["run_started_at"] = marshalOutput(startedAt)
 	body["run_ended_at"] = marshalOutput(endedAt)
-	values := json.RawMessage("null")
-	if out.state != nil && out.state.Checkpoint != nil && out.state.Values != nil {
-		values = marshalOutput(out.state.Values)
-	} else if out.tracker != nil && out.tracker.lastValues != nil {
-		values = out.tracker.lastValues
+	if len(values) == 0 {
+		values = json.RawMessage("null")
 	}
 	body["values"] = values
-	if errJSON != nil {
-		body["error"] = marshalOutput(errorMessage(out.err))
+	if errMsg != "" {
+		body["error"] = marshalOutput(errMsg)
 	}
 	return &WebhookDelivery{ID: uuid.NewString(), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
+}
+
+// enqueueEnded queues the webhook of a run that ended without executing
+// here (a pending run cancelled, a run out of attempts).
+func (w *webhooks) enqueueEnded(ctx context.Context, run *Run, status string, errMsg string) {
+	if run == nil || run.Kwargs.Webhook == nil || *run.Kwargs.Webhook == "" || w.opts.Sender == nil {
+		return
+	}
+	d := webhookDelivery(run, status, nil, w.q.s.clock(), nil, errMsg)
+	if d == nil {
+		return
+	}
+	if err := w.q.storage.EnqueueWebhook(ctx, d); err != nil {
+		w.q.s.logger.Error("queue webhook", "run_id", run.RunID, "err", err)
+		return
+	}
+	w.signal()
 }
 
 // loop sends due deliveries until the server drains.

@@ -794,6 +794,20 @@ func TestRunsWebhook(t *testing.T) {
 	mac.Write(d.body)
 	require.Equal(t, "sha256="+hex.EncodeToString(mac.Sum(nil)), d.sig)
 
+	// A pending run cancelled before it ever ran still reports its end.
+	run := e.createRun(t, tid, `{"assistant_id":"echo","after_seconds":3600,"webhook":"`+recv.URL+`/hook"}`)
+	e.call(t, "POST", "/threads/"+tid+"/runs/"+run.RunID+"/cancel", "", 202)
+	select {
+	case d = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no webhook delivered for the cancelled run")
+	}
+	body = nil
+	require.NoError(t, json.Unmarshal(d.body, &body))
+	require.Equal(t, run.RunID, body["run_id"])
+	require.Equal(t, "interrupted", body["status"])
+	require.Nil(t, body["run_started_at"])
+
 	t.Run("Policy", func(t *testing.T) {
 		e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) {
 			o.Webhooks = graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(true),

@@ -198,6 +198,11 @@ type activeRun struct {
 func cancelRun(ctx context.Context, tx *sqlx.Tx, a activeRun, action, now string) (graphserver.CancelledRun, error) {
 	c := graphserver.CancelledRun{RunID: a.RunID, ThreadID: a.ThreadID, Action: action}
 	var err error
+	if a.Status == graphserver.RunPending {
+		if c.Run, err = webhookRun(ctx, tx, a.RunID); err != nil {
+			return c, err
+		}
+	}
 	switch {
 	case a.Status == graphserver.RunRunning:
 		c.Status = graphserver.RunRunning
@@ -213,6 +218,19 @@ func cancelRun(ctx context.Context, tx *sqlx.Tx, a activeRun, action, now string
 		return c, fmt.Errorf("cancel run %s: %w", a.RunID, err)
 	}
 	return c, nil
+}
+
+// webhookRun returns the run when it has a webhook, else nil.
+func webhookRun(ctx context.Context, tx *sqlx.Tx, runID string) (*graphserver.Run, error) {
+	var r runRow
+	err := tx.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE run_id = ?
+		AND coalesce(json_extract(kwargs, '$.webhook'), '') <> ''`, runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	return r.run()
 }
 
 // settleThread sets a busy thread with no active run left to idle.
@@ -567,6 +585,13 @@ func (db *DB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]
 		}
 		for _, r := range rows {
 			sw := graphserver.SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
+			if r.Cancel.Valid || r.Attempt >= maxAttempts {
+				run, err := webhookRun(ctx, tx, r.RunID)
+				if err != nil {
+					return err
+				}
+				sw.Run = run
+			}
 			switch {
 			case r.Cancel.String == graphserver.CancelRollback:
 				if err := deleteRunTx(ctx, tx, r.ThreadID, r.RunID); err != nil {
