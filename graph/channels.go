@@ -18,12 +18,11 @@ const (
 // one with LastValue, Append, AddMessages or Reducer; WithDefault and
 // WithSchema refine it.
 type Channel struct {
-	kind    chanKind
-	reduce  func(old, new any) any
-	def     any
-	hasDef  bool
-	schema  json.RawMessage
-	private bool
+	kind   chanKind
+	reduce func(old, new any) any
+	def    any
+	hasDef bool
+	schema json.RawMessage
 }
 
 // Channels maps state keys to their channels.

@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,11 +17,30 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-// snapshotEvery is the shortest chain of delta blobs before a channel is
-// written in full again. A full snapshot is written only once the list has
-// also grown fourfold since the previous one, so snapshots cost about a
-// third of the final size of the list in total (storage grows with content, not turns).
-const snapshotEvery = 32
+// A list channel (Append, AddMessages) is stored as deltas: each version
+// holds the elements appended since the previous persisted one. It is
+// written in full again when its length reaches a snapshot threshold
+// (snapshotFirst, then snapshotGrowth times the previous one), when it was
+// changed other than by appending, and on its first write. The thresholds
+// depend only on the list's length, so no per-channel bookkeeping is
+// stored, and the full snapshots add up to between a third and four thirds
+// of the list's final size: a long chat thread's storage grows with its
+// content, not with turns.
+const (
+	snapshotFirst  = 32
+	snapshotGrowth = 4
+)
+
+// crossesSnapshot reports whether a list growing from n to m elements
+// reaches a snapshot threshold t (n < t <= m).
+func crossesSnapshot(n, m int) bool {
+	for t := snapshotFirst; t <= m; t *= snapshotGrowth {
+		if n < t {
+			return true
+		}
+	}
+	return false
+}
 
 // ckpt is a checkpoint in memory.
 type ckpt struct {
@@ -35,34 +56,149 @@ type ckpt struct {
 	sends        []Send
 	start        any
 	hasStart     bool
-	depth        map[string]int
-	snap         map[string]int // list length at the last full blob
 	pending      []graphserver.PendingWrite
 }
 
-// body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body).
+// body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body),
+// kept small because every checkpoint stores one:
+//
+//	{"t": {trigger: n}, "s": {node: n | {channel: n}}, "sends": [...], "start": input}
+//
+// t holds the trigger channels' versions and s the versions each node has
+// seen (LangGraph's versions_seen). Those versions are only compared with
+// other versions of the same checkpoint, where a version's counter
+// identifies it (every step's versions come from a greater counter than all
+// before it), so only counters are stored. Trigger names are shortened by
+// shortTrigger, and a node that saw only its own trigger channel stores one
+// counter.
 type body struct {
-	V        int                          `json:"v,omitempty"`
-	Triggers map[string]string            `json:"triggers,omitempty"`
-	Seen     map[string]map[string]string `json:"seen,omitempty"`
-	Sends    []Send                       `json:"sends,omitempty"`
-	Start    json.RawMessage              `json:"start,omitempty"`
-	Depth    map[string]int               `json:"depth,omitempty"`
-	Snap     map[string]int               `json:"snap,omitempty"`
+	T     map[string]int             `json:"t,omitempty"`
+	S     map[string]json.RawMessage `json:"s,omitempty"`
+	Sends []Send                     `json:"sends,omitempty"`
+	Start json.RawMessage            `json:"start,omitempty"`
+}
+
+const branchPrefix = "branch:to:"
+
+// shortTrigger shortens a trigger channel name for the body: branch:to:X
+// becomes X (node names contain no ':'), __start__ stays, and any other name
+// without ':' or starting with ':' gets a ':' in front. longTrigger reverses it.
+func shortTrigger(ch string) string {
+	if rest, ok := strings.CutPrefix(ch, branchPrefix); ok && rest != "" && rest != Start && !strings.Contains(rest, ":") {
+		return rest
+	}
+	if ch == Start || (strings.Contains(ch, ":") && ch[0] != ':') {
+		return ch
+	}
+	return ":" + ch
+}
+
+// longTrigger is the inverse of shortTrigger.
+func longTrigger(s string) string {
+	switch {
+	case strings.HasPrefix(s, ":"):
+		return s[1:]
+	case s == Start || strings.Contains(s, ":"):
+		return s
+	}
+	return branchPrefix + s
+}
+
+// ownTrigger is the trigger channel of node n.
+func ownTrigger(n string) string {
+	if n == Start {
+		return Start
+	}
+	return branchPrefix + n
+}
+
+// encodeBody renders the body of c.
+func encodeBody(c *ckpt) (json.RawMessage, error) {
+	b := body{Sends: c.sends}
+	if len(c.triggers) > 0 {
+		b.T = make(map[string]int, len(c.triggers))
+		for ch, v := range c.triggers {
+			b.T[shortTrigger(ch)] = vcounter(v)
+		}
+	}
+	if len(c.seen) > 0 {
+		b.S = make(map[string]json.RawMessage, len(c.seen))
+		for n, m := range c.seen {
+			if v, ok := m[ownTrigger(n)]; ok && len(m) == 1 {
+				b.S[n] = strconv.AppendInt(nil, int64(vcounter(v)), 10)
+				continue
+			}
+			counters := make(map[string]int, len(m))
+			for ch, v := range m {
+				counters[ch] = vcounter(v)
+			}
+			raw, err := json.Marshal(counters)
+			if err != nil {
+				return nil, err
+			}
+			b.S[n] = raw
+		}
+	}
+	if c.hasStart {
+		raw, err := json.Marshal(c.start)
+		if err != nil {
+			return nil, fmt.Errorf("encode checkpoint input: %w", err)
+		}
+		b.Start = raw
+	}
+	return json.Marshal(b)
+}
+
+// decodeBody fills c from a body written by encodeBody.
+func decodeBody(c *ckpt, raw json.RawMessage) error {
+	var b body
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return err
+	}
+	for s, n := range b.T {
+		c.triggers[longTrigger(s)] = strconv.Itoa(n)
+	}
+	for node, raw := range b.S {
+		var n int
+		if err := json.Unmarshal(raw, &n); err == nil {
+			c.seen[node] = map[string]string{ownTrigger(node): strconv.Itoa(n)}
+			continue
+		}
+		var counters map[string]int
+		if err := json.Unmarshal(raw, &counters); err != nil {
+			return fmt.Errorf("versions seen by %s: %w", node, err)
+		}
+		m := make(map[string]string, len(counters))
+		for ch, n := range counters {
+			m[ch] = strconv.Itoa(n)
+		}
+		c.seen[node] = m
+	}
+	c.sends = b.Sends
+	if len(b.Start) > 0 {
+		c.hasStart = true
+		if err := json.Unmarshal(b.Start, &c.start); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func emptyCkpt(ns string) *ckpt {
-	return &ckpt{ns: ns, step: -2, values: map[string]any{}, versions: map[string]string{}, triggers: map[string]string{}, seen: map[string]map[string]string{}, depth: map[string]int{}, snap: map[string]int{}}
+	return &ckpt{ns: ns, step: -2, values: map[string]any{}, versions: map[string]string{}, triggers: map[string]string{}, seen: map[string]map[string]string{}}
 }
 
 // next returns a copy of c as the start of a new checkpoint (new id, parent c).
 func (c *ckpt) next(step int, source string) *ckpt {
+	id, at := newCheckpointID()
 	n := &ckpt{
-		id: newCheckpointID(), parentID: c.id, ns: c.ns, createdAt: time.Now().UTC(), step: step,
+		id: id, parentID: c.id, ns: c.ns, createdAt: at, step: step,
 		metadata: graphserver.Object{"source": source, "step": step},
 		values:   maps.Clone(c.values), versions: maps.Clone(c.versions), triggers: maps.Clone(c.triggers),
 		seen: make(map[string]map[string]string, len(c.seen)), sends: c.sends, start: c.start, hasStart: c.hasStart,
-		depth: maps.Clone(c.depth), snap: maps.Clone(c.snap),
 	}
 	for k, v := range c.seen {
 		n.seen[k] = maps.Clone(v)
@@ -70,27 +206,27 @@ func (c *ckpt) next(step int, source string) *ckpt {
 	return n
 }
 
-func newCheckpointID() string {
+// newCheckpointID returns a new time-ordered checkpoint id (a UUIDv7) and
+// its creation time, the millisecond time the id holds, so storage need not
+// keep the time apart from the id.
+func newCheckpointID() (string, time.Time) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return uuid.NewString()
+		return uuid.NewString(), time.Now().UTC()
 	}
-	return id.String()
+	return id.String(), time.UnixMilli(int64(binary.BigEndian.Uint64(id[:8]) >> 16)).UTC()
 }
 
-// nextVersion returns a version greater than cur: a zero-padded counter and
-// a random suffix, so versions written on different forks never collide.
+// nextVersion returns a version greater than cur: a counter and a random
+// suffix, so versions written on different forks never collide.
 func nextVersion(cur string) string {
-	n := 0
-	if i := strings.IndexByte(cur, '.'); i > 0 {
-		n, _ = strconv.Atoi(cur[:i])
-	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%d.%s", n+1, hex.EncodeToString(b[:]))
+	return strconv.Itoa(vcounter(cur)+1) + "." + hex.EncodeToString(b[:])
 }
 
-// vcmp compares versions by counter, then suffix; "" is the smallest.
+// vcmp compares versions by counter; "" is the smallest. Two versions met in
+// one checkpoint with the same counter are the same version (see body).
 func vcmp(a, b string) int {
 	if a == b {
 		return 0
@@ -101,14 +237,7 @@ func vcmp(a, b string) int {
 	if b == "" {
 		return 1
 	}
-	na, nb := vcounter(a), vcounter(b)
-	if na != nb {
-		if na < nb {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a, b)
+	return cmp.Compare(vcounter(a), vcounter(b))
 }
 
 func vcounter(v string) int {
@@ -138,11 +267,8 @@ func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
 	} else if s, ok := rec.Metadata["step"].(int); ok {
 		c.step = s
 	}
-	var b body
-	if len(rec.Body) > 0 {
-		if err := json.Unmarshal(rec.Body, &b); err != nil {
-			return nil, fmt.Errorf("decode checkpoint %s body: %w", rec.CheckpointID, err)
-		}
+	if err := decodeBody(c, rec.Body); err != nil {
+		return nil, fmt.Errorf("decode checkpoint %s body: %w", rec.CheckpointID, err)
 	}
 	for k, v := range rec.ChannelVersions {
 		c.versions[k] = v
@@ -155,25 +281,6 @@ func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
 			return nil, fmt.Errorf("decode checkpoint %s channel %s: %w", rec.CheckpointID, k, err)
 		}
 		c.values[k] = val
-	}
-	if b.Triggers != nil {
-		c.triggers = b.Triggers
-	}
-	if b.Seen != nil {
-		c.seen = b.Seen
-	}
-	if b.Depth != nil {
-		c.depth = b.Depth
-	}
-	if b.Snap != nil {
-		c.snap = b.Snap
-	}
-	c.sends = b.Sends
-	if len(b.Start) > 0 {
-		c.hasStart = true
-		if err := json.Unmarshal(b.Start, &c.start); err != nil {
-			return nil, err
-		}
 	}
 	c.pending = rec.PendingWrites
 	return c, nil
@@ -211,10 +318,6 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		ThreadID: threadID, NS: c.ns, CheckpointID: c.id, ParentCheckpointID: parentID, RunID: runID,
 		CreatedAt: c.createdAt, Metadata: c.metadata, ChannelVersions: maps.Clone(c.versions),
 	}
-	type blobPlan struct {
-		k string
-		p *persisted
-	}
 	for k, v := range c.versions {
 		p := t[k]
 		if p != nil && p.version == v {
@@ -224,36 +327,24 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		val := c.values[k]
 		l, isList := val.([]any)
 		blob := graphserver.ChannelBlob{Channel: k, Version: v}
-		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" && len(l) >= p.length && (c.depth[k]+1 < snapshotEvery || len(l) < 4*c.snap[k]) {
+		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" &&
+			len(l) >= p.length && !crossesSnapshot(p.length, len(l)) {
 			data, err := json.Marshal(l[p.length:])
 			if err != nil {
 				return nil, fmt.Errorf("encode channel %s: %w", k, err)
 			}
 			blob.Base, blob.Data = p.version, data
-			c.depth[k]++
 		} else {
 			data, err := json.Marshal(val)
 			if err != nil {
 				return nil, fmt.Errorf("encode channel %s: %w", k, err)
 			}
 			blob.Data = data
-			if ch != nil && ch.appendable() {
-				c.depth[k] = 0
-				c.snap[k] = len(l)
-			}
 		}
 		rec.NewBlobs = append(rec.NewBlobs, blob)
 		t[k] = &persisted{version: v, length: len(l), appendOnly: true}
 	}
-	b := body{Triggers: c.triggers, Seen: c.seen, Sends: c.sends, Depth: c.depth, Snap: c.snap}
-	if c.hasStart {
-		raw, err := json.Marshal(c.start)
-		if err != nil {
-			return nil, err
-		}
-		b.Start = raw
-	}
-	raw, err := json.Marshal(b)
+	raw, err := encodeBody(c)
 	if err != nil {
 		return nil, err
 	}

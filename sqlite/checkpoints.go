@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -17,15 +21,77 @@ import (
 
 // checkpointRow is a checkpoints row.
 type checkpointRow struct {
-	ThreadID           string `db:"thread_id"`
-	NS                 string `db:"checkpoint_ns"`
-	CheckpointID       string `db:"checkpoint_id"`
-	ParentCheckpointID string `db:"parent_checkpoint_id"`
-	RunID              string `db:"run_id"`
-	CreatedAt          string `db:"created_at"`
-	Metadata           string `db:"metadata"`
-	ChannelVersions    string `db:"channel_versions"`
-	Body               string `db:"body"`
+	ThreadID           string         `db:"thread_id"`
+	NS                 string         `db:"checkpoint_ns"`
+	CheckpointID       checkpointID   `db:"checkpoint_id"`
+	ParentCheckpointID checkpointID   `db:"parent_checkpoint_id"`
+	RunID              string         `db:"run_id"`
+	CreatedAt          sql.NullString `db:"created_at"`
+	Metadata           string         `db:"metadata"`
+	ChannelVersions    string         `db:"channel_versions"`
+	Body               string         `db:"body"`
+}
+
+// checkpointID is a checkpoint id column (see migrations/0001_core.sql): a
+// canonical lower-case UUID is stored as its 16 bytes, any other id as TEXT.
+type checkpointID string
+
+// Value implements driver.Valuer.
+func (id checkpointID) Value() (driver.Value, error) {
+	if u, ok := parseCanonicalUUID(string(id)); ok {
+		return u[:], nil
+	}
+	return string(id), nil
+}
+
+// Scan implements sql.Scanner.
+func (id *checkpointID) Scan(src any) error {
+	switch v := src.(type) {
+	case []byte:
+		u, err := uuid.FromBytes(v)
+		if err != nil {
+			return fmt.Errorf("stored checkpoint id: %w", err)
+		}
+		*id = checkpointID(u.String())
+	case string:
+		*id = checkpointID(v)
+	case nil:
+		*id = ""
+	default:
+		return fmt.Errorf("stored checkpoint id has type %T", src)
+	}
+	return nil
+}
+
+// parseCanonicalUUID parses s when it is a UUID in canonical lower-case
+// form, the only form that survives a round trip through 16 bytes.
+func parseCanonicalUUID(s string) (uuid.UUID, bool) {
+	if len(s) != 36 {
+		return uuid.UUID{}, false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil || u.String() != s {
+		return uuid.UUID{}, false
+	}
+	return u, true
+}
+
+// idTime returns the millisecond time in a UUIDv7 checkpoint id.
+func idTime(id string) (time.Time, bool) {
+	u, ok := parseCanonicalUUID(id)
+	if !ok || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(u[:8]) >> 16)).UTC(), true
+}
+
+// createdAtColumn is the created_at of a checkpoint: NULL when the id (a
+// UUIDv7) holds the same time.
+func createdAtColumn(id string, created time.Time) sql.NullString {
+	if t, ok := idTime(id); ok && t.Equal(created) {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: formatTime(created), Valid: true}
 }
 
 const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
@@ -78,7 +144,8 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 				parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
 				created_at = excluded.created_at, metadata = excluded.metadata,
 				channel_versions = excluded.channel_versions, body = excluded.body`,
-			cp.ThreadID, cp.NS, cp.CheckpointID, cp.ParentCheckpointID, cp.RunID, formatTime(created), metadata, versions, body)
+			cp.ThreadID, cp.NS, checkpointID(cp.CheckpointID), checkpointID(cp.ParentCheckpointID), cp.RunID,
+			createdAtColumn(cp.CheckpointID, created), metadata, versions, body)
 		if isForeignKey(err) {
 			return threadNotFound(cp.ThreadID)
 		} else if err != nil {
@@ -98,7 +165,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 // PutWrites implements graphserver.Checkpointer: the task's earlier writes
 // at that checkpoint are replaced by writes (TaskID set to taskID). ENOTFOUND
 // when the thread does not exist.
-func (db *DB) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []graphserver.PendingWrite) error {
+func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
 	for _, w := range writes {
 		if !json.Valid(w.Value) {
 			return graphserver.Errorf(graphserver.EINVALID, "The pending write to channel %q is not valid JSON.", w.Channel)
@@ -107,14 +174,14 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID 
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes
 			WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?`,
-			threadID, ns, checkpointID, taskID); err != nil {
+			threadID, ns, checkpointID(cpID), taskID); err != nil {
 			return fmt.Errorf("put writes: %w", err)
 		}
 		for _, w := range writes {
 			_, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_writes
 				(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				threadID, ns, checkpointID, taskID, w.TaskPath, w.Idx, w.Channel, string(w.Value))
+				threadID, ns, checkpointID(cpID), taskID, w.TaskPath, w.Idx, w.Channel, string(w.Value))
 			if isForeignKey(err) {
 				return threadNotFound(threadID)
 			} else if isConstraint(err) {
@@ -128,11 +195,11 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID 
 }
 
 // GetCheckpoint implements graphserver.Checkpointer.
-func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*graphserver.CheckpointRecord, error) {
+func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
 	var out *graphserver.CheckpointRecord
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
 		var err error
-		out, err = getCheckpoint(ctx, tx, threadID, ns, checkpointID)
+		out, err = getCheckpoint(ctx, tx, threadID, ns, cpID)
 		return err
 	})
 	if err != nil {
@@ -141,23 +208,23 @@ func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID stri
 	return out, nil
 }
 
-// getCheckpoint reads one checkpoint (the latest in ns when checkpointID is
+// getCheckpoint reads one checkpoint (the latest in ns when cpID is
 // empty) with its values and pending writes.
-func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, checkpointID string) (*graphserver.CheckpointRecord, error) {
+func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
 	var r checkpointRow
 	var err error
-	if checkpointID == "" {
+	if cpID == "" {
 		err = sqlx.GetContext(ctx, q, &r, `SELECT `+checkpointColumns+` FROM checkpoints
 			WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`, threadID, ns)
 	} else {
 		err = sqlx.GetContext(ctx, q, &r, `SELECT `+checkpointColumns+` FROM checkpoints
-			WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, threadID, ns, checkpointID)
+			WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, threadID, ns, checkpointID(cpID))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		if checkpointID == "" {
+		if cpID == "" {
 			return nil, graphserver.Errorf(graphserver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q", threadID, ns)
 		}
-		return nil, graphserver.Errorf(graphserver.ENOTFOUND, "Checkpoint %s of thread %s not found", checkpointID, threadID)
+		return nil, graphserver.Errorf(graphserver.ENOTFOUND, "Checkpoint %s of thread %s not found", cpID, threadID)
 	} else if err != nil {
 		return nil, fmt.Errorf("get checkpoint: %w", err)
 	}
@@ -167,12 +234,18 @@ func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, che
 // loadCheckpoint decodes r and fills its values and pending writes.
 func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
 	cp := &graphserver.CheckpointRecord{
-		ThreadID: r.ThreadID, NS: r.NS, CheckpointID: r.CheckpointID, ParentCheckpointID: r.ParentCheckpointID,
+		ThreadID: r.ThreadID, NS: r.NS, CheckpointID: string(r.CheckpointID), ParentCheckpointID: string(r.ParentCheckpointID),
 		RunID: r.RunID, Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
 	}
 	var err error
-	if cp.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
-		return nil, err
+	if r.CreatedAt.Valid {
+		if cp.CreatedAt, err = parseTime(r.CreatedAt.String); err != nil {
+			return nil, err
+		}
+	} else if t, ok := idTime(cp.CheckpointID); ok {
+		cp.CreatedAt = t
+	} else {
+		return nil, fmt.Errorf("checkpoint %s has no creation time", cp.CheckpointID)
 	}
 	if cp.Metadata, err = unmarshalObject(r.Metadata); err != nil {
 		return nil, err
@@ -183,7 +256,7 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, r *checkpointRow
 	if cp.Values, err = loadValues(ctx, q, r.ThreadID, r.NS, r.ChannelVersions); err != nil {
 		return nil, err
 	}
-	if cp.PendingWrites, err = loadWrites(ctx, q, r.ThreadID, r.NS, r.CheckpointID); err != nil {
+	if cp.PendingWrites, err = loadWrites(ctx, q, r.ThreadID, r.NS, cp.CheckpointID); err != nil {
 		return nil, err
 	}
 	return cp, nil
@@ -291,7 +364,7 @@ func concatArrays(parts [][]byte) (json.RawMessage, error) {
 
 // loadWrites reads the pending writes saved at a checkpoint, ordered by task
 // path, task id and index.
-func loadWrites(ctx context.Context, q sqlx.QueryerContext, threadID, ns, checkpointID string) ([]graphserver.PendingWrite, error) {
+func loadWrites(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) ([]graphserver.PendingWrite, error) {
 	var rows []struct {
 		TaskID   string `db:"task_id"`
 		TaskPath string `db:"task_path"`
@@ -301,7 +374,7 @@ func loadWrites(ctx context.Context, q sqlx.QueryerContext, threadID, ns, checkp
 	}
 	if err := sqlx.SelectContext(ctx, q, &rows, `SELECT task_id, task_path, idx, channel, value FROM checkpoint_writes
 		WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx`,
-		threadID, ns, checkpointID); err != nil {
+		threadID, ns, checkpointID(cpID)); err != nil {
 		return nil, fmt.Errorf("load pending writes: %w", err)
 	}
 	out := make([]graphserver.PendingWrite, 0, len(rows))
@@ -320,7 +393,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 	w.add("thread_id = ?", threadID)
 	w.add("checkpoint_ns = ?", opts.NS)
 	if opts.Before != "" {
-		w.add("checkpoint_id < ?", opts.Before)
+		w.add("checkpoint_id < ?", checkpointID(opts.Before))
 	}
 	if err := w.contains("metadata", opts.Metadata); err != nil {
 		return nil, err

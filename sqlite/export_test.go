@@ -71,3 +71,12 @@ func (db *DB) BlobVersions(ctx context.Context, threadID string) ([]string, erro
 		FROM checkpoint_blobs WHERE thread_id = ? ORDER BY 1`, threadID)
 	return out, err
 }
+
+// CheckpointForms lists how a thread's root checkpoints are stored, oldest
+// first: "<typeof(checkpoint_id)> <typeof(parent_checkpoint_id)> <typeof(created_at)>".
+func (db *DB) CheckpointForms(ctx context.Context, threadID string) ([]string, error) {
+	var out []string
+	err := db.reader.SelectContext(ctx, &out, `SELECT typeof(checkpoint_id) || ' ' || typeof(parent_checkpoint_id) || ' ' || typeof(created_at)
+		FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id`, threadID)
+	return out, err
+}

@@ -466,7 +466,7 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 		`DELETE FROM checkpoint_writes WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
 		`DELETE FROM checkpoints WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
 	} {
-		if _, err := tx.ExecContext(ctx, q, threadID, cp.CheckpointID); err != nil {
+		if _, err := tx.ExecContext(ctx, q, threadID, checkpointID(cp.CheckpointID)); err != nil {
 			return err
 		}
 	}

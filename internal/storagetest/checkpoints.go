@@ -2,10 +2,14 @@ package storagetest
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
@@ -266,6 +270,70 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			got, err := b.st.GetCheckpoint(b.ctx, c.thread, c.ns, "c1")
 			require.NoError(t, err)
 			requireValues(t, map[string]string{"x": c.want}, got.Values)
+		}
+	})
+
+	t.Run("UUIDIds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Engine ids are UUIDv7: a driver may store them compactly and
+		// derive created_at from the id, but every field must round-trip
+		// exactly, in id order, whatever the creation time.
+		v7 := func(ms int64) string {
+			u := uuid.Must(uuid.NewV7())
+			var ts [8]byte
+			binary.BigEndian.PutUint64(ts[:], uint64(ms)<<16)
+			copy(u[:6], ts[:6])
+			return u.String()
+		}
+		base := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC).UnixMilli()
+		c1, c2, c3, c4 := v7(base), v7(base+1), v7(base+1000), v7(base+1001)
+		msTime := func(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+		created := map[string]time.Time{
+			c1: msTime(base),                                 // the id's own time
+			c2: msTime(base + 1).Add(123 * time.Microsecond), // finer than the id
+			c3: at(9),                                        // unrelated to the id
+			c4: msTime(base + 1001),
+		}
+		parent := map[string]string{c1: "", c2: c1, c3: c2, c4: c3}
+		for _, id := range []string{c3, c1, c4, c2} { // out of order
+			require.NoError(t, b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{
+				ThreadID: "t1", CheckpointID: id, ParentCheckpointID: parent[id], RunID: "r1", CreatedAt: created[id],
+				Metadata: graphserver.Metadata{"id": id}, ChannelVersions: map[string]string{"x": "1"},
+				NewBlobs: []graphserver.ChannelBlob{blob("x", "1", "", `1`)},
+			}))
+		}
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", c2, "task", []graphserver.PendingWrite{{Channel: "x", Value: json.RawMessage(`2`)}}))
+
+		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, c4, got.CheckpointID)
+		for _, id := range []string{c1, c2, c3, c4} {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			require.Equal(t, id, got.CheckpointID)
+			require.Equal(t, parent[id], got.ParentCheckpointID)
+			require.Equal(t, created[id], got.CreatedAt, id)
+			require.Equal(t, id, got.Metadata["id"])
+			if id == c2 {
+				require.Len(t, got.PendingWrites, 1)
+			} else {
+				require.Empty(t, got.PendingWrites)
+			}
+		}
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{Before: c3})
+		require.NoError(t, err)
+		require.Equal(t, []string{c2, c1}, checkpointIDs(list))
+
+		// Ids that are not canonical lower-case UUIDs keep their spelling.
+		upper := strings.ToUpper(v7(base))
+		for _, id := range []string{upper, uuid.NewString(), "{" + c1 + "}"} {
+			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "other:" + id, ID: id, Parent: upper})
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "other:"+id, "")
+			require.NoError(t, err)
+			require.Equal(t, id, got.CheckpointID)
+			require.Equal(t, upper, got.ParentCheckpointID)
+			require.Equal(t, t0, got.CreatedAt)
 		}
 	})
 

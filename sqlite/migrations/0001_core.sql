@@ -6,7 +6,8 @@
 --     so that string order is time order and they can be compared as strings.
 --   * JSON values (config, context, metadata, values, ...) are TEXT holding
 --     JSON. Object columns default to '{}'; optional values are NULL.
---   * Identifiers (UUIDs, checkpoint ids) are TEXT.
+--   * Identifiers (UUIDs) are TEXT; checkpoint ids are the exception (see
+--     the checkpoints table).
 -- Never edit a shipped migration: add a new numbered file.
 
 CREATE TABLE assistants (
@@ -61,20 +62,28 @@ CREATE INDEX threads_updated_at ON threads (updated_at, thread_id);
 CREATE INDEX threads_state_updated_at ON threads (state_updated_at, thread_id);
 CREATE INDEX threads_ttl_expires_at ON threads (ttl_expires_at) WHERE ttl_expires_at IS NOT NULL;
 
--- checkpoint_id is time-ordered: the greatest id in a namespace is the latest.
+-- Checkpoint tables are WITHOUT ROWID: the primary key is the table itself,
+-- so the long text keys are stored once, not again in a separate index.
+--
+-- Checkpoint ids (checkpoint_id, parent_checkpoint_id, and checkpoint_id in
+-- checkpoint_writes) that are canonical lower-case UUIDs are stored as their
+-- 16 bytes (a BLOB); any other id is TEXT. UUIDv7 bytes sort like their text,
+-- so the greatest id in a namespace is the latest (a BLOB sorts after any
+-- TEXT: don't mix UUID and other ids in one namespace). '' = no parent.
+-- created_at is NULL when it equals the millisecond time in a UUIDv7
+-- checkpoint_id (the engine's ids), a timestamp otherwise.
 CREATE TABLE checkpoints (
     thread_id            TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
     checkpoint_ns        TEXT NOT NULL DEFAULT '',
-    checkpoint_id        TEXT NOT NULL,
-    parent_checkpoint_id TEXT NOT NULL DEFAULT '',
+    checkpoint_id        BLOB NOT NULL,
+    parent_checkpoint_id BLOB NOT NULL DEFAULT '',
     run_id               TEXT NOT NULL DEFAULT '',
-    created_at           TEXT NOT NULL,
+    created_at           TEXT,
     metadata             TEXT NOT NULL DEFAULT '{}',
     channel_versions     TEXT NOT NULL DEFAULT '{}', -- JSON: channel -> version
     body                 TEXT NOT NULL DEFAULT 'null', -- engine-owned JSON
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
-CREATE INDEX checkpoints_run_id ON checkpoints (run_id) WHERE run_id <> '';
+) WITHOUT ROWID;
 
 -- A blob with base <> '' holds the array elements appended to version base
 -- of the same channel; base = '' means data is the whole value.
@@ -86,16 +95,16 @@ CREATE TABLE checkpoint_blobs (
     base          TEXT NOT NULL DEFAULT '',
     data          TEXT NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE checkpoint_writes (
     thread_id     TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
-    checkpoint_id TEXT NOT NULL,
+    checkpoint_id BLOB NOT NULL,
     task_id       TEXT NOT NULL,
     task_path     TEXT NOT NULL DEFAULT '',
     idx           INTEGER NOT NULL,
     channel       TEXT NOT NULL,
     value         TEXT NOT NULL,
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-);
+) WITHOUT ROWID;

@@ -1,0 +1,83 @@
+package graph
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTriggerNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ long, short string }{
+		{"branch:to:agent", "agent"},
+		{Start, Start},
+		{"branch:to:" + Start, "branch:to:" + Start},
+		{"branch:to:", "branch:to:"},
+		{"branch:to:a:b", "branch:to:a:b"},
+		{"plain", ":plain"},
+		{":x", "::x"},
+		{"a:b", "a:b"},
+	} {
+		require.Equal(t, c.short, shortTrigger(c.long), c.long)
+		require.Equal(t, c.long, longTrigger(c.short), c.short)
+	}
+}
+
+func TestBodyRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := emptyCkpt("")
+	c.triggers = map[string]string{"branch:to:bot": "12.ab", Start: "11.cd"}
+	c.seen = map[string]map[string]string{
+		Start:       {Start: "10.aa"},
+		"bot":       {"branch:to:bot": "9.bb"},
+		"two":       {"branch:to:two": "3.x", "branch:to:bot": "4.y"},
+		chInterrupt: {"messages": "8.cc", "branch:to:bot": "12.ab"},
+	}
+	c.sends = []Send{{Node: "bot", Arg: map[string]any{"k": "v"}}}
+	c.start, c.hasStart = map[string]any{"messages": []any{"hi"}}, true
+	raw, err := encodeBody(c)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"t":{"bot":12,"__start__":11},
+		"s":{"__start__":10,"bot":9,"two":{"branch:to:two":3,"branch:to:bot":4},"__interrupt__":{"messages":8,"branch:to:bot":12}},
+		"sends":[{"node":"bot","arg":{"k":"v"}}],"start":{"messages":["hi"]}}`, string(raw))
+
+	d := emptyCkpt("")
+	require.NoError(t, decodeBody(d, raw))
+	require.Equal(t, map[string]string{"branch:to:bot": "12", Start: "11"}, d.triggers)
+	require.Equal(t, map[string]map[string]string{
+		Start:       {Start: "10"},
+		"bot":       {"branch:to:bot": "9"},
+		"two":       {"branch:to:two": "3", "branch:to:bot": "4"},
+		chInterrupt: {"messages": "8", "branch:to:bot": "12"},
+	}, d.seen)
+	require.Equal(t, c.start, d.start)
+	require.True(t, d.hasStart)
+	require.Len(t, d.sends, 1)
+
+	// counters alone compare like the full versions they stand for
+	require.Zero(t, vcmp("12", "12.ab"))
+	require.Positive(t, vcmp("12.ab", "9"))
+	require.Negative(t, vcmp("", "1"))
+
+	// an input of null is kept
+	e := emptyCkpt("")
+	e.hasStart = true
+	raw, err = encodeBody(e)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"start":null}`, string(raw))
+	f := emptyCkpt("")
+	require.NoError(t, decodeBody(f, raw))
+	require.True(t, f.hasStart)
+	require.NoError(t, decodeBody(f, json.RawMessage(nil)))
+}
+
+func TestCrossesSnapshot(t *testing.T) {
+	t.Parallel()
+	require.False(t, crossesSnapshot(1, 31))
+	require.True(t, crossesSnapshot(31, 32))
+	require.False(t, crossesSnapshot(32, 127))
+	require.True(t, crossesSnapshot(100, 600))
+	require.True(t, crossesSnapshot(511, 512))
+	require.False(t, crossesSnapshot(512, 2047))
+}
