@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,5 +176,50 @@ func TestCancelRunning(t *testing.T) {
 			require.Equal(t, graphserver.ThreadInterrupted, th.Status)
 			require.JSONEq(t, `{"a":1}`, string(th.Values))
 		})
+	}
+}
+
+// TestCloseWhileCreating closes the server while clients create and wait for
+// runs: nothing panics or races, Close returns, and every run is finished or
+// back in the queue.
+func TestCloseWhileCreating(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Graphs: map[string]graphserver.Graph{"echo": graphtest.Echo{}}, Workers: 4})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(t.Context()))
+
+	ctx := t.Context()
+	var ids []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				st, err := srv.StreamRun(ctx, "", graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{}`), OnCompletion: graphserver.OnCompletionKeep})
+				if err != nil {
+					if graphserver.ErrorCode(err) != graphserver.EUNAVAILABLE {
+						t.Errorf("create run while closing: %v", err)
+					}
+					return
+				}
+				mu.Lock()
+				ids = append(ids, st.Run.ThreadID+"/"+st.Run.RunID)
+				mu.Unlock()
+				_, _ = st.Wait(ctx)
+			}
+		})
+	}
+	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Close(closeCtx))
+	wg.Wait()
+	for _, id := range ids {
+		tid, rid, _ := strings.Cut(id, "/")
+		r, err := db.GetRun(ctx, tid, rid, nil)
+		require.NoError(t, err)
+		require.Contains(t, []string{graphserver.RunSuccess, graphserver.RunPending}, r.Status)
 	}
 }
