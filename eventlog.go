@@ -206,7 +206,7 @@ func (st *RunStream) pass(event string) bool {
 	return false
 }
 
-// logs is the registry of the event logs of this process's runs.
+// logRegistry holds the event logs of the runs of this process.
 type logRegistry struct {
 	mu   sync.Mutex
 	logs map[string]*eventLog
