@@ -846,9 +846,11 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 // runAssistant resolves the assistant of a run: an assistant id, or a
 // registered graph id standing for its system assistant.
 func (s *Server) runAssistant(ctx context.Context, id string) (*Assistant, error) {
+	given := id
 	id, err := s.resolveAssistantID(id)
 	if err != nil {
-		return nil, err
+		// neither a UUID nor a graph id: no such assistant (§1.3, 404)
+		return nil, Errorf(ENOTFOUND, "No assistant found for %q. Make sure the assistant ID is for a valid assistant or a registered graph.", given)
 	}
 	a, err := s.storage.GetAssistant(ctx, id, nil)
 	if ErrorCode(err) == ENOTFOUND {

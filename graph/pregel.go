@@ -184,8 +184,10 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		}
 		resuming = true
 	}
+	updated := false // a Command's update was applied to cs in place
+	advanced := false
 	if resuming {
-		r.applyNullWrites(cs)
+		updated = r.applyNullWrites(cs)
 		if cs.seen[chInterrupt] == nil {
 			cs.seen[chInterrupt] = map[string]string{}
 		}
@@ -231,22 +233,31 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emitInterrupt(intr)
 			return nil, r.exit(ctx, cs, tasks, &interruptError{interrupts: intr})
 		}
-		next, updated, err := r.g.apply(cs, tasks, step, r.track, true)
+		next, updatedChans, err := r.g.apply(cs, tasks, step, r.track, true)
 		if err != nil {
 			return nil, r.exit(ctx, cs, tasks, err)
 		}
-		cs = next
+		cs, advanced = next, true
 		if err := r.persist(ctx, cs, false); err != nil {
 			return nil, err
 		}
 		r.rc.emitCheckpoint(r, cs)
-		if r.g.outputUpdated(updated) {
+		if r.g.outputUpdated(updatedChans) {
 			r.emit("values", r.g.output(r.g.view(cs)))
 		}
 		if r.shouldInterrupt(cs, r.rc.after(r), tasks) {
 			r.emitInterrupt(nil)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
+	}
+	if updated && !advanced {
+		// a Command update that scheduled nothing still lands in a new
+		// checkpoint, as LangGraph's next tick would write it
+		cs = cs.next(cs.step+1, "loop")
+		if err := r.persist(ctx, cs, true); err != nil {
+			return nil, err
+		}
+		r.rc.emitCheckpoint(r, cs)
 	}
 	if err := r.persist(ctx, cs, true); err != nil {
 		return nil, err
@@ -431,8 +442,9 @@ func (r *runner) collectInterruptIDs(ctx context.Context, cs *ckpt, ids map[stri
 	}
 }
 
-// applyNullWrites applies the update/goto writes of a run's Command.
-func (r *runner) applyNullWrites(cs *ckpt) {
+// applyNullWrites applies the update/goto writes of a run's Command to cs in
+// place, and reports whether there were any.
+func (r *runner) applyNullWrites(cs *ckpt) bool {
 	var ws []write
 	for _, pw := range cs.pending {
 		if pw.TaskID != nullTaskID || pw.Channel == chResume {
@@ -443,14 +455,15 @@ func (r *runner) applyNullWrites(cs *ckpt) {
 		ws = append(ws, write{pw.Channel, v})
 	}
 	if len(ws) == 0 {
-		return
+		return false
 	}
 	t := &task{name: Input, writes: ws}
 	next, _, err := r.g.apply(cs, []*task{t}, cs.step, r.track, false)
 	if err != nil {
-		return
+		return false
 	}
 	cs.values, cs.versions, cs.triggers, cs.sends = next.values, next.versions, next.triggers, next.sends
+	return true
 }
 
 // prepare returns the tasks a checkpoint schedules: pushes (Sends) first,
