@@ -272,3 +272,19 @@ test("subgraph events in every mode carry the namespace", async () => {
   const root = new Set(chunks.filter((c) => !c.event.includes("|")).map((c) => c.event));
   assert.deepEqual([...root].sort(), ["checkpoints", "debug", "metadata", "tasks", "updates", "values"]);
 });
+
+test("agent_simple: Send to the tool, U+2028 survives SSE, x- headers reach the graph", async () => {
+  const { threadId, chunks } = await stream(["updates", "values"], { graph: "agent_simple", input: { messages: [{ role: "human", content: "hi" }] } });
+  await checkRun(threadId, chunks);
+  assert.deepEqual(chunks.filter((c) => c.event === "updates").map((c) => Object.keys(c.data)[0]), ["agent", "tool", "agent"]);
+  const last = chunks.at(-1).data.messages.at(-1);
+  assert.equal(last.content, "end\u2028");
+  assert.equal(last.type, "ai");
+  // the agent stored the first human message under ["ALL"]/key_one
+  assert.deepEqual((await client.store.getItem(["ALL"], "key_one")).value, { text: "hi" });
+
+  const { Client } = await import("@langchain/langgraph-sdk");
+  const withHeader = new Client({ apiUrl: server.url, apiKey: null, defaultHeaders: { "x-configurable-header": "extra-client" } });
+  const out = await withHeader.runs.wait(null, "agent_simple", { input: { messages: [{ role: "human", content: "input" }] } });
+  assert.deepEqual(out.messages.map((m) => m.content), ["input", "end: extra-client"]);
+});
