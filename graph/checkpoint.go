@@ -23,12 +23,13 @@ import (
 // (snapshotFirst, then snapshotGrowth times the previous one), when it was
 // changed other than by appending, and on its first write. The thresholds
 // depend only on the list's length, so no per-channel bookkeeping is
-// stored, and the full snapshots add up to between a third and four thirds
-// of the list's final size: a long chat thread's storage grows with its
-// content, not with turns.
+// stored. The full snapshots add up to between 1/7 (just before a
+// threshold) and 8/7 (just after one) of the list's size, about half on
+// average, so a long chat thread's storage grows with its content, not with
+// turns; a read walks the deltas written since the last snapshot.
 const (
 	snapshotFirst  = 32
-	snapshotGrowth = 4
+	snapshotGrowth = 8
 )
 
 // crossesSnapshot reports whether a list growing from n to m elements
@@ -68,9 +69,11 @@ type ckpt struct {
 // seen (LangGraph's versions_seen). Those versions are only compared with
 // other versions of the same checkpoint, where a version's counter
 // identifies it (every step's versions come from a greater counter than all
-// before it), so only counters are stored. Trigger names are shortened by
+// before it), so only counters are stored, as n = top - counter where top
+// is the greatest counter of the checkpoint's channel versions (small
+// numbers however long the thread). Trigger names are shortened by
 // shortTrigger, and a node that saw only its own trigger channel stores one
-// counter.
+// number.
 type body struct {
 	T     map[string]int             `json:"t,omitempty"`
 	S     map[string]json.RawMessage `json:"s,omitempty"`
@@ -112,25 +115,35 @@ func ownTrigger(n string) string {
 	return branchPrefix + n
 }
 
+// topCounter is the greatest counter of c's channel versions (0 if none).
+func topCounter(c *ckpt) int {
+	top := 0
+	for _, v := range c.versions {
+		top = max(top, vcounter(v))
+	}
+	return top
+}
+
 // encodeBody renders the body of c.
 func encodeBody(c *ckpt) (json.RawMessage, error) {
 	b := body{Sends: c.sends}
+	top := topCounter(c)
 	if len(c.triggers) > 0 {
 		b.T = make(map[string]int, len(c.triggers))
 		for ch, v := range c.triggers {
-			b.T[shortTrigger(ch)] = vcounter(v)
+			b.T[shortTrigger(ch)] = top - vcounter(v)
 		}
 	}
 	if len(c.seen) > 0 {
 		b.S = make(map[string]json.RawMessage, len(c.seen))
 		for n, m := range c.seen {
 			if v, ok := m[ownTrigger(n)]; ok && len(m) == 1 {
-				b.S[n] = strconv.AppendInt(nil, int64(vcounter(v)), 10)
+				b.S[n] = strconv.AppendInt(nil, int64(top-vcounter(v)), 10)
 				continue
 			}
 			counters := make(map[string]int, len(m))
 			for ch, v := range m {
-				counters[ch] = vcounter(v)
+				counters[ch] = top - vcounter(v)
 			}
 			raw, err := json.Marshal(counters)
 			if err != nil {
@@ -149,7 +162,8 @@ func encodeBody(c *ckpt) (json.RawMessage, error) {
 	return json.Marshal(b)
 }
 
-// decodeBody fills c from a body written by encodeBody.
+// decodeBody fills c, whose versions are set, from a body written by
+// encodeBody.
 func decodeBody(c *ckpt, raw json.RawMessage) error {
 	var b body
 	if len(raw) == 0 {
@@ -158,13 +172,14 @@ func decodeBody(c *ckpt, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return err
 	}
+	top := topCounter(c)
 	for s, n := range b.T {
-		c.triggers[longTrigger(s)] = strconv.Itoa(n)
+		c.triggers[longTrigger(s)] = strconv.Itoa(top - n)
 	}
 	for node, raw := range b.S {
 		var n int
 		if err := json.Unmarshal(raw, &n); err == nil {
-			c.seen[node] = map[string]string{ownTrigger(node): strconv.Itoa(n)}
+			c.seen[node] = map[string]string{ownTrigger(node): strconv.Itoa(top - n)}
 			continue
 		}
 		var counters map[string]int
@@ -173,7 +188,7 @@ func decodeBody(c *ckpt, raw json.RawMessage) error {
 		}
 		m := make(map[string]string, len(counters))
 		for ch, n := range counters {
-			m[ch] = strconv.Itoa(n)
+			m[ch] = strconv.Itoa(top - n)
 		}
 		c.seen[node] = m
 	}
@@ -267,9 +282,6 @@ func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
 	} else if s, ok := rec.Metadata["step"].(int); ok {
 		c.step = s
 	}
-	if err := decodeBody(c, rec.Body); err != nil {
-		return nil, fmt.Errorf("decode checkpoint %s body: %w", rec.CheckpointID, err)
-	}
 	for k, v := range rec.ChannelVersions {
 		c.versions[k] = v
 		raw, ok := rec.Values[k]
@@ -281,6 +293,9 @@ func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
 			return nil, fmt.Errorf("decode checkpoint %s channel %s: %w", rec.CheckpointID, k, err)
 		}
 		c.values[k] = val
+	}
+	if err := decodeBody(c, rec.Body); err != nil {
+		return nil, fmt.Errorf("decode checkpoint %s body: %w", rec.CheckpointID, err)
 	}
 	c.pending = rec.PendingWrites
 	return c, nil
