@@ -69,11 +69,18 @@ func parseCanonicalUUID(s string) (uuid.UUID, bool) {
 	if len(s) != 36 {
 		return uuid.UUID{}, false
 	}
-	u, err := uuid.Parse(s)
-	if err != nil || u.String() != s {
-		return uuid.UUID{}, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return uuid.UUID{}, false
+			}
+		case (c < '0' || c > '9') && (c < 'a' || c > 'f'):
+			return uuid.UUID{}, false
+		}
 	}
-	return u, true
+	u, err := uuid.Parse(s)
+	return u, err == nil
 }
 
 // idTime returns the millisecond time in a UUIDv7 checkpoint id.
