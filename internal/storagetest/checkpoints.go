@@ -335,6 +335,16 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			require.Equal(t, upper, got.ParentCheckpointID)
 			require.Equal(t, t0, got.CreatedAt)
 		}
+
+		// keep_latest keeps exactly the latest root checkpoint.
+		n, err := b.st.PruneThreads(b.ctx, []string{"t1"}, graphserver.PruneKeepLatest, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		list, err = b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		require.NoError(t, err)
+		require.Equal(t, []string{c4}, checkpointIDs(list))
+		require.Equal(t, created[c4], list[0].CreatedAt)
+		requireValues(t, map[string]string{"x": `1`}, list[0].Values)
 	})
 
 	t.Run("Invalid", func(t *testing.T) {
