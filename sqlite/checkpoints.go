@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -270,7 +272,8 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, r *checkpointRow
 }
 
 // loadValuesQuery walks each channel's blob back through its bases to the
-// nearest full blob, returning the chain deepest (full value) first.
+// nearest full blob. Rows come without ORDER BY (sorting would copy every
+// blob): loadValues orders each chain by depth.
 const loadValuesQuery = `WITH RECURSIVE chain (channel, base, data, depth) AS (
 	SELECT b.channel, b.base, b.data, 0
 	FROM json_each(?) AS cv
@@ -283,7 +286,14 @@ const loadValuesQuery = `WITH RECURSIVE chain (channel, base, data, depth) AS (
 		ON b.thread_id = ? AND b.checkpoint_ns = ? AND b.channel = c.channel AND b.version = c.base
 	WHERE c.base <> '' AND c.depth < 1000000
 )
-SELECT channel, base, data FROM chain ORDER BY channel, depth DESC`
+SELECT channel, base, data, depth FROM chain`
+
+// chainPart is one blob of a channel's chain, depth 0 being the newest.
+type chainPart struct {
+	depth int
+	base  string
+	data  []byte
+}
 
 // loadValues reconstructs the full value of every channel in versions (a
 // JSON object channel -> version). A channel with no stored blob is left
@@ -298,41 +308,33 @@ func loadValues(ctx context.Context, q sqlx.QueryerContext, threadID, ns, versio
 		return nil, fmt.Errorf("load checkpoint values: %w", err)
 	}
 	defer rows.Close()
-	var channel string
-	var parts [][]byte
-	flush := func() error {
-		if channel == "" && parts == nil {
-			return nil
-		}
-		v, err := concatArrays(parts)
-		if err != nil {
-			return fmt.Errorf("channel %s: %w", channel, err)
-		}
-		values[channel] = v
-		return nil
-	}
+	chains := map[string][]chainPart{}
 	for rows.Next() {
-		var ch, base string
-		var data []byte
-		if err := rows.Scan(&ch, &base, &data); err != nil {
+		var ch string
+		var p chainPart
+		if err := rows.Scan(&ch, &p.base, &p.data, &p.depth); err != nil {
 			return nil, fmt.Errorf("load checkpoint values: %w", err)
 		}
-		if ch != channel || parts == nil {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			channel, parts = ch, nil
-			if base != "" {
-				return nil, fmt.Errorf("channel %s of thread %s: delta blob based on missing version %s", ch, threadID, base)
-			}
-		}
-		parts = append(parts, data)
+		chains[ch] = append(chains[ch], p)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load checkpoint values: %w", err)
 	}
-	if err := flush(); err != nil {
-		return nil, err
+	for ch, parts := range chains {
+		// deepest (the full value) first
+		slices.SortFunc(parts, func(a, b chainPart) int { return cmp.Compare(b.depth, a.depth) })
+		if parts[0].base != "" {
+			return nil, fmt.Errorf("channel %s of thread %s: delta blob based on missing version %s", ch, threadID, parts[0].base)
+		}
+		data := make([][]byte, len(parts))
+		for i, p := range parts {
+			data[i] = p.data
+		}
+		v, err := concatArrays(data)
+		if err != nil {
+			return nil, fmt.Errorf("channel %s: %w", ch, err)
+		}
+		values[ch] = v
 	}
 	return values, nil
 }
