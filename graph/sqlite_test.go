@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/sqlite"
@@ -86,19 +87,36 @@ func dbSize(tb testing.TB, path string) int64 {
 
 // BenchmarkChatThreadStorage measures bytes on disk for a 1,000-turn chat
 // thread against the size of its final state (target <= 3x).
-func BenchmarkChatThreadStorage(b *testing.B) {
+func BenchmarkChatThreadStorage(b *testing.B) { benchChatStorage(b, false) }
+
+// BenchmarkChatThreadStorageServer is BenchmarkChatThreadStorage with what
+// the Server adds to every run: a UUID thread id, a run id, and the
+// metadata it merges into every checkpoint (run_id, thread_id, graph_id,
+// assistant_id).
+func BenchmarkChatThreadStorageServer(b *testing.B) { benchChatStorage(b, true) }
+
+func benchChatStorage(b *testing.B, server bool) {
 	ctx := context.Background()
 	g := chatGraph(b)
 	text := strings.Repeat("h", 130)
+	thread, assistant := "chat", ""
+	if server {
+		thread, assistant = uuid.NewString(), uuid.NewString()
+	}
 	for b.Loop() {
 		db, path := openSQLite(b)
-		createThread(b, db, "chat")
+		createThread(b, db, thread)
 		base := dbSize(b, path)
 		for i := range 1000 {
 			in := fmt.Sprintf(`{"messages":[{"role":"human","content":%q}]}`, fmt.Sprint(i, text))
-			require.NoError(b, g.Run(ctx, &graphserver.GraphRun{ThreadID: "chat", Input: json.RawMessage(in), Checkpointer: db, Durability: "sync"}, nil))
+			run := &graphserver.GraphRun{ThreadID: thread, Input: json.RawMessage(in), Checkpointer: db, Durability: "sync"}
+			if server {
+				run.RunID = uuid.Must(uuid.NewV7()).String()
+				run.Metadata = graphserver.Object{"run_id": run.RunID, "thread_id": thread, "graph_id": "chat", "assistant_id": assistant}
+			}
+			require.NoError(b, g.Run(ctx, run, nil))
 		}
-		st, err := g.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: "chat"}, Checkpointer: db})
+		st, err := g.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: thread}, Checkpointer: db})
 		require.NoError(b, err)
 		state, _ := json.Marshal(st.Values)
 		require.NoError(b, db.Close())
