@@ -41,11 +41,25 @@ func TestAgentOnSQLite(t *testing.T) {
 	hist := h.history()
 	require.Len(t, hist, 5)
 	require.Equal(t, [][]string{{}, {"agent"}, {"tool"}, {"agent"}, {"__start__"}}, [][]string{hist[0].Next, hist[1].Next, hist[2].Next, hist[3].Next, hist[4].Next})
+	// history up to a checkpoint and before one
+	ids := func(states []*graphserver.ThreadState) []string {
+		var out []string
+		for _, s := range states {
+			out = append(out, *s.Checkpoint.CheckpointID)
+		}
+		return out
+	}
+	upTo, err := h.g.History(context.Background(), &graphserver.HistoryRequest{Checkpoint: graphserver.Checkpoint{ThreadID: "t1", CheckpointID: hist[2].Checkpoint.CheckpointID}, Checkpointer: db})
+	require.NoError(t, err)
+	require.Equal(t, ids(hist[2:]), ids(upTo))
+	before, err := h.g.History(context.Background(), &graphserver.HistoryRequest{Checkpoint: graphserver.Checkpoint{ThreadID: "t1"}, Before: *hist[2].Checkpoint.CheckpointID, Limit: 1, Checkpointer: db})
+	require.NoError(t, err)
+	require.Equal(t, ids(hist[3:4]), ids(before))
 
 	// interrupt and resume through sqlite
 	h.input(`{"messages":["bar"], "interrupt": true}`)
 	require.Equal(t, []string{"agent"}, h.state().Next)
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"go"`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"go"`)}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"foo", "begin", "tool_call__begin", "end", "bar", "begin", "tool_call__begin", "end"}, contents(h.state(), "messages"))
 

@@ -85,6 +85,30 @@ func parseCanonicalUUID(s string) (uuid.UUID, bool) {
 	return u, err == nil
 }
 
+// idText is the text form of the checkpoint_id column.
+const idText = `CASE WHEN typeof(checkpoint_id) = 'blob' THEN lower(substr(hex(checkpoint_id), 1, 8) || '-' ||
+	substr(hex(checkpoint_id), 9, 4) || '-' || substr(hex(checkpoint_id), 13, 4) || '-' ||
+	substr(hex(checkpoint_id), 17, 4) || '-' || substr(hex(checkpoint_id), 21)) ELSE checkpoint_id END`
+
+// addBefore adds the condition "the checkpoint id is less than before",
+// comparing ids as strings. Canonical UUID ids compare like their bytes and
+// every TEXT sorts before a BLOB, so a bound that is a UUID, or starts with
+// one, becomes a range on the key; any other bound compares the ids' text.
+func addBefore(w *where, before string) {
+	u, ok := parseCanonicalUUID(before)
+	op := "<"
+	if !ok && len(before) > 36 {
+		// id < before (36 chars then more) <=> id <= its first 36 chars
+		u, ok = parseCanonicalUUID(before[:36])
+		op = "<="
+	}
+	if !ok {
+		w.add(idText+" < ?", before)
+		return
+	}
+	w.add("checkpoint_id "+op+" ? AND (typeof(checkpoint_id) = 'blob' OR checkpoint_id < ?)", u[:], before)
+}
+
 // idTime returns the millisecond time in a UUIDv7 checkpoint id.
 func idTime(id string) (time.Time, bool) {
 	u, ok := parseCanonicalUUID(id)
@@ -402,7 +426,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 	w.add("thread_id = ?", threadID)
 	w.add("checkpoint_ns = ?", opts.NS)
 	if opts.Before != "" {
-		w.add("checkpoint_id < ?", checkpointID(opts.Before))
+		addBefore(&w, opts.Before)
 	}
 	if err := w.contains("metadata", opts.Metadata); err != nil {
 		return nil, err
