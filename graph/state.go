@@ -259,7 +259,18 @@ func (c *Compiled) History(ctx context.Context, req *graphserver.HistoryRequest)
 // input mapping and the edges out of Start), Input (a new input checkpoint),
 // End with no values (drop pending tasks) or Copy (fork the checkpoint).
 // An empty AsNode is the node that ran last; EINVALID if that is ambiguous.
+// Values or a command the graph cannot apply are EBADREQUEST, naming the
+// error as LangGraph does ("InvalidUpdateError: ...").
 func (c *Compiled) UpdateState(ctx context.Context, req *graphserver.UpdateStateRequest) (*graphserver.Checkpoint, error) {
+	out, err := c.updateState(ctx, req)
+	var ne *NodeError
+	if errors.As(err, &ne) {
+		return nil, graphserver.Errorf(graphserver.EBADREQUEST, "%s: %s", ne.Name, ne.Message)
+	}
+	return out, err
+}
+
+func (c *Compiled) updateState(ctx context.Context, req *graphserver.UpdateStateRequest) (*graphserver.Checkpoint, error) {
 	if req.Checkpointer == nil {
 		return nil, graphserver.Errorf(graphserver.EBADREQUEST, "update state needs a checkpointer")
 	}
@@ -373,11 +384,15 @@ func (c *Compiled) UpdateState(ctx context.Context, req *graphserver.UpdateState
 	if req.Command != nil {
 		cmd := &Command{}
 		if len(req.Command.Update) > 0 {
-			_ = json.Unmarshal(req.Command.Update, &cmd.Update)
+			if err := json.Unmarshal(req.Command.Update, &cmd.Update); err != nil {
+				return nil, graphserver.Errorf(graphserver.EINVALID, "Invalid command.update: must be an object or a list of [key, value] pairs")
+			}
 		}
 		if len(req.Command.Goto) > 0 {
 			var gt any
-			_ = json.Unmarshal(req.Command.Goto, &gt)
+			if err := json.Unmarshal(req.Command.Goto, &gt); err != nil {
+				return nil, graphserver.Errorf(graphserver.EINVALID, "Invalid command.goto: must be a node name, a {node, input} object or a list of them")
+			}
 			cmd.Goto = gotoFromJSON(gt)
 		}
 		out = cmd

@@ -51,11 +51,19 @@ func (h *handler) getThreadStateAtCheckpoint(w http.ResponseWriter, r *http.Requ
 
 // updateThreadState handles POST /threads/{thread_id}/state.
 func (h *handler) updateThreadState(w http.ResponseWriter, r *http.Request) error {
-	var body graphserver.ThreadStateUpdate
+	var body struct {
+		graphserver.ThreadStateUpdate
+		Checkpoint *checkpointRef `json:"checkpoint"`
+	}
 	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}
-	out, err := h.srv.UpdateThreadState(r.Context(), r.PathValue("thread_id"), body)
+	u := body.ThreadStateUpdate
+	if body.Checkpoint != nil {
+		cp := graphserver.Checkpoint(*body.Checkpoint)
+		u.Checkpoint = &cp
+	}
+	out, err := h.srv.UpdateThreadState(r.Context(), r.PathValue("thread_id"), u)
 	if err != nil {
 		return err
 	}

@@ -167,9 +167,10 @@ func TestThreadState(t *testing.T) {
 		require.Len(t, hist, 1)
 		old := *hist[0].Checkpoint.CheckpointID
 
+		// The checkpoint to fork from may come as a config, as SDK-JS types it.
 		var upd graphserver.ThreadStateUpdateResult
 		require.Equal(t, 200, f.call(t, "POST", "/threads/"+tid+"/state",
-			`{"values":{"items":["forked"]},"checkpoint":{"checkpoint_id":"`+old+`"}}`, &upd))
+			`{"values":{"items":["forked"]},"checkpoint":{"configurable":{"checkpoint_id":"`+old+`"}}}`, &upd))
 		var st graphserver.ThreadState
 		require.Equal(t, 200, f.call(t, "GET", "/threads/"+tid+"/state", "", &st))
 		require.Equal(t, *upd.Checkpoint.CheckpointID, *st.Checkpoint.CheckpointID)
@@ -223,6 +224,13 @@ func TestThreadState(t *testing.T) {
 		require.Nil(t, empty.Checkpoint)
 		require.Equal(t, 400, f.call(t, "POST", "/threads/"+th.ThreadID+"/state", `{"values":{"note":"x"}}`, &detail))
 		require.Contains(t, detail["detail"], "graph_id")
+
+		var ran graphserver.Thread
+		require.Equal(t, 200, f.call(t, "POST", "/threads", `{}`, &ran))
+		require.Equal(t, 200, f.call(t, "POST", "/threads/"+ran.ThreadID+"/runs/wait", `{"assistant_id":"pipeline","input":{"items":["x"]}}`, nil))
+		require.Equal(t, 400, f.call(t, "POST", "/threads/"+ran.ThreadID+"/state", `{"values":"not an object","as_node":"write"}`, &detail))
+		require.Equal(t, "InvalidUpdateError: Expected dict, got not an object", detail["detail"])
+		require.NoError(t, f.db.DeleteThread(t.Context(), ran.ThreadID, nil))
 
 		require.Equal(t, 400, f.call(t, "POST", "/threads", `{"supersteps":[{"updates":[{"values":{},"as_node":"write"}]}]}`, &detail))
 		var count int
