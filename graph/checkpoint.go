@@ -18,30 +18,12 @@ import (
 )
 
 // A list channel (Append, AddMessages) is stored as deltas: each version
-// holds the elements appended since the previous persisted one. It is
-// written in full again when its length reaches a snapshot threshold
-// (snapshotFirst, then snapshotGrowth times the previous one), when it was
-// changed other than by appending, and on its first write. The thresholds
-// depend only on the list's length, so no per-channel bookkeeping is
-// stored. The full snapshots add up to between 1/7 (just before a
-// threshold) and 8/7 (just after one) of the list's size, about half on
-// average, so a long chat thread's storage grows with its content, not with
-// turns; a read walks the deltas written since the last snapshot.
-const (
-	snapshotFirst  = 32
-	snapshotGrowth = 8
-)
-
-// crossesSnapshot reports whether a list growing from n to m elements
-// reaches a snapshot threshold t (n < t <= m).
-func crossesSnapshot(n, m int) bool {
-	for t := snapshotFirst; t <= m; t *= snapshotGrowth {
-		if n < t {
-			return true
-		}
-	}
-	return false
-}
+// holds the elements appended since the previous persisted one, so a long
+// chat thread stores each message once and its storage grows with its
+// content, not with turns. It is written in full only on its first write
+// and when it was changed other than by appending (a message replaced or
+// removed by id). Storage drivers keep successive deltas together so that
+// reading a version costs a range scan, not a walk (see sqlite).
 
 // ckpt is a checkpoint in memory.
 type ckpt struct {
@@ -343,7 +325,7 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		l, isList := val.([]any)
 		blob := graphserver.ChannelBlob{Channel: k, Version: v}
 		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" &&
-			len(l) >= p.length && !crossesSnapshot(p.length, len(l)) {
+			len(l) >= p.length {
 			data, err := json.Marshal(l[p.length:])
 			if err != nil {
 				return nil, fmt.Errorf("encode channel %s: %w", k, err)

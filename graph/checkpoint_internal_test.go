@@ -74,13 +74,3 @@ func TestBodyRoundTrip(t *testing.T) {
 	require.True(t, f.hasStart)
 	require.NoError(t, decodeBody(f, json.RawMessage(nil)))
 }
-
-func TestCrossesSnapshot(t *testing.T) {
-	t.Parallel()
-	require.False(t, crossesSnapshot(1, 31))
-	require.True(t, crossesSnapshot(31, 32))
-	require.False(t, crossesSnapshot(32, 255))
-	require.True(t, crossesSnapshot(100, 600))
-	require.True(t, crossesSnapshot(2047, 2048))
-	require.False(t, crossesSnapshot(2048, 16383))
-}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,8 +62,9 @@ func (m *MemoryCheckpointer) PutCheckpoint(ctx context.Context, cp *graphserver.
 	k := key(cp.ThreadID, cp.NS, cp.CheckpointID)
 	if _, ok := m.cps[k]; !ok {
 		ok := key(cp.ThreadID, cp.NS)
-		m.order[ok] = append(m.order[ok], cp.CheckpointID)
-		slices.Sort(m.order[ok])
+		ids := m.order[ok]
+		i, _ := slices.BinarySearch(ids, cp.CheckpointID)
+		m.order[ok] = slices.Insert(ids, i, cp.CheckpointID)
 	}
 	m.cps[k] = &rec
 	return nil
@@ -165,37 +167,52 @@ func (m *MemoryCheckpointer) fill(rec *graphserver.CheckpointRecord) (*graphserv
 	return &out, nil
 }
 
+// value rebuilds one channel value: it walks the delta blobs back to the
+// full one, then splices their arrays once, so a read costs the length of
+// the chain and the size of the value (no per-element decoding).
 func (m *MemoryCheckpointer) value(thread, ns, ch, version string) (json.RawMessage, error) {
-	var chain []graphserver.ChannelBlob
+	var chain []json.RawMessage // newest first
 	for v := version; ; {
 		b, ok := m.blobs[key(thread, ns, ch, v)]
 		if !ok {
 			return nil, fmt.Errorf("channel %s: missing blob version %s", ch, v)
 		}
-		chain = append(chain, b)
+		chain = append(chain, b.Data)
 		if b.Base == "" {
 			break
 		}
 		v = b.Base
 	}
 	if len(chain) == 1 {
-		return slices.Clone(chain[0].Data), nil
+		return slices.Clone(chain[0]), nil
 	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(chain[len(chain)-1].Data, &list); err != nil {
-		return nil, fmt.Errorf("channel %s: base of delta is not a list: %w", ch, err)
-	}
-	for i := len(chain) - 2; i >= 0; i-- {
-		var add []json.RawMessage
-		if err := json.Unmarshal(chain[i].Data, &add); err != nil {
-			return nil, fmt.Errorf("channel %s: delta is not a list: %w", ch, err)
+	slices.Reverse(chain)
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	n := 0
+	for i, p := range chain {
+		p = bytes.TrimSpace(p)
+		if i == 0 && string(p) == "null" {
+			continue
 		}
-		list = append(list, add...)
+		if len(p) < 2 || p[0] != '[' || p[len(p)-1] != ']' {
+			if i == 0 {
+				return nil, fmt.Errorf("channel %s: base of delta is not a list", ch)
+			}
+			return nil, fmt.Errorf("channel %s: delta is not a list", ch)
+		}
+		inner := bytes.TrimSpace(p[1 : len(p)-1])
+		if len(inner) == 0 {
+			continue
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(inner)
+		n++
 	}
-	if list == nil {
-		list = []json.RawMessage{}
-	}
-	return json.Marshal(list)
+	buf.WriteByte(']')
+	return buf.Bytes(), nil
 }
 
 func cloneJSON(o graphserver.Object) graphserver.Object {
