@@ -44,7 +44,8 @@ type Options struct {
 	// expiry.
 	StoreDefaultTTL time.Duration
 	// StoreSweepInterval is how often Start's sweeper deletes expired items
-	// (they are invisible as soon as they expire). Default:
+	// (they are invisible as soon as they expire) and applies the TTL of
+	// expired threads (see SweepThreads). Default:
 	// StoreSweepIntervalDefault (one minute).
 	StoreSweepInterval time.Duration
 

@@ -409,3 +409,52 @@ func TestServer_Threads(t *testing.T) {
 		requireCode(t, err, graphserver.ECONFLICT)
 	})
 }
+
+func TestServer_SweepThreads(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	var mu sync.Mutex
+	now := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}})
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	gone, err := srv.CreateThread(ctx, graphserver.ThreadCreate{TTL: &graphserver.ThreadTTL{Minutes: 1}})
+	require.NoError(t, err)
+	kept, err := srv.CreateThread(ctx, graphserver.ThreadCreate{TTL: &graphserver.ThreadTTL{Minutes: 5}})
+	require.NoError(t, err)
+	plain, err := srv.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+
+	n, err := srv.SweepThreads(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing has expired yet")
+
+	advance(2 * time.Minute)
+	n, err = srv.SweepThreads(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = srv.GetThread(ctx, gone.ThreadID)
+	requireCode(t, err, graphserver.ENOTFOUND)
+
+	// Activity moves the expiry: a patch at minute 2 keeps the 5-minute thread until minute 7.
+	_, err = srv.UpdateThread(ctx, kept.ThreadID, graphserver.ThreadPatch{Metadata: graphserver.Metadata{"touched": true}})
+	require.NoError(t, err)
+	advance(4 * time.Minute)
+	n, err = srv.SweepThreads(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	advance(2 * time.Minute)
+	n, err = srv.SweepThreads(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = srv.GetThread(ctx, plain.ThreadID)
+	require.NoError(t, err, "a thread without TTL never expires")
+}

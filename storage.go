@@ -68,6 +68,11 @@ type ThreadStorage interface {
 	// latest root checkpoint (keep_latest) and returns how many threads it
 	// pruned; missing ids are not counted.
 	PruneThreads(ctx context.Context, ids []string, strategy string, filter Filter) (int, error)
+	// SweepExpiredThreads applies the TTL strategy (delete or keep_latest)
+	// of up to limit threads whose TTL expired at now and that have no run
+	// in flight, and returns how many it swept. A keep_latest thread's TTL is
+	// disarmed until the thread is next active.
+	SweepExpiredThreads(ctx context.Context, now time.Time, limit int) (int, error)
 	// SetThreadSummary records a thread's latest values, interrupts, status and
 	// error after a run or a state update, bumping updated_at and
 	// state_updated_at.

@@ -867,6 +867,13 @@ func (s *Server) sweepItems(ctx context.Context) {
 		} else if n > 0 {
 			s.logger.Debug("swept expired store items", "count", n)
 		}
+		if n, err := s.SweepThreads(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.logger.Error("sweep expired threads", "error", err)
+			}
+		} else if n > 0 {
+			s.logger.Debug("swept expired threads", "count", n)
+		}
 	}
 }
 

@@ -484,3 +484,15 @@ func (s *Server) PruneThreads(ctx context.Context, p ThreadPrune) (int, error) {
 	}
 	return s.storage.PruneThreads(ctx, ids, p.Strategy, filter)
 }
+
+// threadSweepBatch bounds how many expired threads one sweep handles, so a
+// sweep never holds the writer for long; the rest wait for the next tick.
+const threadSweepBatch = 100
+
+// SweepThreads applies the TTL of threads whose TTL has expired (delete, or
+// keep_latest: only the latest checkpoint is kept) and returns how many it
+// swept. Threads with a run in flight are left for a later sweep. Start runs
+// it every Options.StoreSweepInterval, with the store's sweep.
+func (s *Server) SweepThreads(ctx context.Context) (int, error) {
+	return s.storage.SweepExpiredThreads(ctx, s.clock(), threadSweepBatch)
+}

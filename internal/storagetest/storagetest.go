@@ -27,6 +27,7 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Threads", exerciseThreads},
 		{"Filters", exerciseFilters},
 		{"Checkpoints", exerciseCheckpoints},
+		{"ThreadTTL", exerciseThreadTTL},
 		{"Concurrency", exerciseConcurrency},
 		{"Store", exerciseStore},
 		{"Runs", exerciseRuns},
