@@ -13,7 +13,9 @@
 // lists and JSON arrays. Request bodies are limited in size (413 beyond).
 //
 // Limits: routes.go lists what is served; contract routes not listed there
-// (crons, for now) answer 404. There is no authentication yet.
+// answer 404: crons (§2.9), the thread stream GET /threads/{id}/stream and the
+// protocol-v2 endpoints (§2.11), PATCH /threads/{id}/state, /metrics, MCP and
+// A2A. There is no authentication yet.
 package httpapi
 
 import (
