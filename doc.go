@@ -50,6 +50,34 @@ last one) and a Total, the values httpapi sends as X-Pagination-Next and
 X-Pagination-Total. Runs are created with CreateRun, WaitRun and StreamRun;
 see Example for a complete program.
 
+# Runs and streaming
+
+Runs live in storage: CreateRun queues one (on a thread, or stateless with
+threadID ""), and Start's workers claim it with a lease they renew while the
+graph runs; a run whose process died is recovered by a sweep and resumed
+from its last checkpoint. WaitRun blocks for the final output; StreamRun
+returns a RunStream whose Events iterate over the run's event log (metadata
+first, then the requested stream modes). Any number of subscribers can read
+one log, each from any event id (JoinRunStream with LastEventID), so a client
+that reconnects replays what it missed. CancelRun interrupts or rolls back a
+run; multitask strategies decide what a new run does to runs in flight.
+
+# Thread state
+
+GetThreadState, GetThreadHistory and UpdateThreadState read and write a
+thread's checkpoints through its graph (the thread's metadata.graph_id):
+state at any checkpoint and subgraph namespace, history newest first, and
+updates attributed to a node (as_node), forking from an old checkpoint when
+one is named. CreateThread applies supersteps in order.
+
+# Store
+
+PutItem, GetItem, SearchItems, ListNamespaces and DeleteItem manage JSON
+items under namespace paths, with TTLs and ranked search (by an Embedder
+when configured, else SQLite full-text search). Store returns the same store
+as the graphserver.Store that graphs reach from their nodes, so graphs share
+memory across threads.
+
 # Errors
 
 Methods return *Error values with a Code: EINVALID (bad input, HTTP 422),
