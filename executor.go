@@ -243,13 +243,45 @@ func stringify(v any) string {
 	return string(b)
 }
 
-// errorMessage is the message a failed run reports.
+// errorMessage is the message a failed run reports: the message of a
+// *Error, or the text of an error that names itself (ErrorName, as graph
+// node errors and the recursion error do). Any other error (a storage
+// failure, say) may carry internal details: it reads "Internal error.".
 func errorMessage(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Message
 	}
-	return err.Error()
+	if namesItself(err) {
+		return err.Error()
+	}
+	return ErrorMessage(err)
+}
+
+// errorName is the error name a failed run reports: ErrorName for a *Error
+// or an error that names itself, else "InternalError".
+func errorName(err error) string {
+	var e *Error
+	if errors.As(err, &e) || namesItself(err) {
+		return ErrorName(err)
+	}
+	return "InternalError"
+}
+
+// namesItself reports whether err or one it wraps has an ErrorName method.
+func namesItself(err error) bool {
+	var n interface{ ErrorName() string }
+	return errors.As(err, &n)
+}
+
+// runErrorJSON is the {"error", "message"} object of a failed run. An error
+// whose text is not shown is logged.
+func (q *runQueue) runErrorJSON(runID string, err error) json.RawMessage {
+	var e *Error
+	if !errors.As(err, &e) && !namesItself(err) {
+		q.s.logger.Error("run failed", "run_id", runID, "err", err)
+	}
+	return marshalOutput(map[string]string{"error": errorName(err), "message": errorMessage(err)})
 }
 
 // finish records the outcome of a run: storage (run status, thread summary,
@@ -273,15 +305,25 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		Delete: out.rollback, DeleteThread: run.Kwargs.Temporary, Now: now}
 	var errJSON json.RawMessage
 	if out.err != nil {
-		errJSON = marshalOutput(map[string]string{"error": ErrorName(out.err), "message": errorMessage(out.err)})
+		errJSON = q.runErrorJSON(run.RunID, out.err)
 	}
 	if !run.Kwargs.Temporary && out.graph != nil {
 		st, err := q.finalState(bg, run, out)
 		if err != nil {
+			st, err = q.finalState(bg, run, out) // once more: a transient failure must not wipe the thread
+		}
+		switch {
+		case err == nil:
+			out.state = st
+			f.Summary = summarize(st, errJSON)
+		case errJSON != nil:
+			// Unknown state: record the error but keep values and interrupts.
+			s.logger.Error("read final state", "run_id", run.RunID, "err", err)
+			f.Summary = &ThreadSummary{Status: ThreadError, Error: errJSON}
+		default:
+			// Unknown state: settle the status only (Summary nil).
 			s.logger.Error("read final state", "run_id", run.RunID, "err", err)
 		}
-		out.state = st
-		f.Summary = summarize(st, errJSON)
 	}
 	output := finalOutput(out, errJSON)
 	if run.Kwargs.Webhook != nil && *run.Kwargs.Webhook != "" {
@@ -313,24 +355,39 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 func (q *runQueue) finalState(ctx context.Context, run *Run, out *runOutcome) (*ThreadState, error) {
 	req := &StateRequest{Checkpoint: Checkpoint{ThreadID: run.ThreadID}, Config: out.cfg, Checkpointer: q.s.storage}
 	if out.rollback {
-		cps, err := q.s.storage.ListCheckpoints(ctx, run.ThreadID, CheckpointListOptions{Limit: 100})
+		id, err := q.storage.LatestCheckpointNotByRun(ctx, run.ThreadID, run.RunID)
 		if err != nil {
 			return nil, err
 		}
-		found := false
-		for _, cp := range cps {
-			if cp.RunID != run.RunID {
-				id := cp.CheckpointID
-				req.Checkpoint.CheckpointID = &id
-				found = true
-				break
-			}
-		}
-		if !found {
+		if id == "" {
 			return &ThreadState{}, nil
 		}
+		req.Checkpoint.CheckpointID = &id
 	}
 	return out.graph.State(ctx, req)
+}
+
+// resummarize recomputes a thread's values, interrupts and status from its
+// latest root checkpoint, read through the thread's graph, as a finished run
+// does (the thread error is cleared). A thread with no checkpoint left gets
+// null values and status idle; one whose graph is not registered here is
+// left as it is unless it has no checkpoint. The status stays busy while a
+// run is in flight (SetThreadSummary).
+func (s *Server) resummarize(ctx context.Context, threadID string) error {
+	th, err := s.storage.GetThread(ctx, threadID, nil)
+	if err != nil {
+		return err
+	}
+	var st *ThreadState
+	if g, _ := s.threadGraph(th); g != nil {
+		st, err = g.State(ctx, &StateRequest{Checkpoint: Checkpoint{ThreadID: threadID}, Config: threadConfig(th), Checkpointer: s.storage})
+		if err != nil {
+			return err
+		}
+	} else if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
+		return err // nil: a checkpoint remains that only its graph can read
+	}
+	return s.storage.SetThreadSummary(ctx, threadID, summarize(st, nil), s.clock())
 }
 
 // summarize derives the thread summary (§5.5) from the final state.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,32 @@ type Command struct {
 	Goto   json.RawMessage `json:"goto,omitempty"`   // node, {node, input}, or a list of either
 }
 
+// UnmarshalJSON decodes a command, treating JSON null update, resume or goto
+// as absent (RemoteGraph serialises a whole Command with null fields).
+func (c *Command) UnmarshalJSON(data []byte) error {
+	type plain Command
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*c = Command(p)
+	c.Update, c.Resume, c.Goto = nonNull(c.Update), nonNull(c.Resume), nonNull(c.Goto)
+	return nil
+}
+
+// empty reports whether the command has no update, resume or goto.
+func (c *Command) empty() bool {
+	return len(nonNull(c.Update)) == 0 && len(nonNull(c.Resume)) == 0 && len(nonNull(c.Goto)) == 0
+}
+
+// nonNull returns nil for an absent or JSON null value, else raw.
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	return raw
+}
+
 // Breakpoints lists node names for interrupt_before/after; ["*"] means all.
 // On the wire it is "*" or a list of names.
 type Breakpoints []string
@@ -125,6 +152,9 @@ const (
 	DurabilityAsync = "async" // the default
 	DurabilityExit  = "exit"
 )
+
+// maxAfterSeconds bounds after_seconds: one year.
+const maxAfterSeconds = 365 * 24 * 60 * 60
 
 // RunStatuses are the values a run status takes.
 var RunStatuses = []string{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
@@ -281,6 +311,11 @@ type RunStorage interface {
 	// changed.
 	SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]SweptRun, error)
 
+	// LatestCheckpointNotByRun returns the id of the thread's latest root
+	// checkpoint (namespace "") that run runID did not write, "" when there
+	// is none: the state a rollback of the run returns to.
+	LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error)
+
 	// ClaimWebhooks takes up to limit outbox deliveries due at now, holding
 	// them until leaseUntil.
 	ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*WebhookDelivery, error)
@@ -410,6 +445,9 @@ func (s *Server) CreateRunBatch(ctx context.Context, rcs []RunCreate) ([]*Run, e
 		if err := s.validateRunCreate(ctx, &c, true); err != nil {
 			return nil, err
 		}
+		if _, err := s.runAssistant(ctx, c.AssistantID); err != nil {
+			return nil, err
+		}
 	}
 	runs := make([]*Run, 0, len(rcs))
 	for i := range rcs {
@@ -488,8 +526,10 @@ func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]
 	return rs.ListRuns(ctx, threadID, &q)
 }
 
-// DeleteRun deletes a finished run and the checkpoints it wrote. ENOTFOUND
-// when it does not exist, ECONFLICT while it is pending or running.
+// DeleteRun deletes a finished run and the checkpoints it wrote, then
+// recomputes the thread's values, interrupts and status from its latest
+// remaining checkpoint. ENOTFOUND when it does not exist, ECONFLICT while it
+// is pending or running.
 func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
 	rs, err := s.runStorage()
 	if err != nil {
@@ -498,10 +538,18 @@ func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
 	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return err
 	}
-	if err := rs.DeleteRun(ctx, threadID, runID, nil); err != nil {
+	run, err := rs.GetRun(ctx, threadID, runID, nil)
+	if err != nil {
+		return err
+	}
+	if err := rs.DeleteRun(ctx, run.ThreadID, runID, nil); err != nil {
 		return err
 	}
 	s.rq.logs.drop(runID)
+	// The thread's summary may come from the checkpoints just deleted.
+	if err := s.resummarize(ctx, run.ThreadID); err != nil && ErrorCode(err) != ENOTFOUND {
+		return err
+	}
 	return nil
 }
 
@@ -556,6 +604,18 @@ func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action str
 		return Errorf(EINVALID, "Give either thread_id and run_ids, or status.")
 	case !byID && sel.Status != RunPending && sel.Status != RunRunning && sel.Status != "all":
 		return Errorf(EINVALID, "status must be pending, running or all.")
+	}
+	if byID {
+		if sel.ThreadID, _, err = checkRunIDs(sel.ThreadID, ""); err != nil {
+			return err
+		}
+		ids := make([]string, len(sel.RunIDs))
+		for i, id := range sel.RunIDs {
+			if _, ids[i], err = checkRunIDs("", id); err != nil {
+				return err
+			}
+		}
+		sel.RunIDs = ids
 	}
 	cancelled, err := rs.CancelRuns(ctx, &sel, action, s.clock(), nil)
 	if err != nil {
@@ -955,10 +1015,13 @@ func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless
 			return Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(StreamModesAll, ", "))
 		}
 	}
-	if rc.AfterSeconds < 0 {
-		return Errorf(EINVALID, "after_seconds must be 0 or more.")
+	if rc.AfterSeconds < 0 || rc.AfterSeconds > maxAfterSeconds || math.IsNaN(rc.AfterSeconds) {
+		return Errorf(EINVALID, "after_seconds must be between 0 and %d (one year).", maxAfterSeconds)
 	}
-	if stateless && rc.Command != nil && len(rc.Command.Resume) > 0 {
+	if rc.Command != nil && rc.Command.empty() {
+		rc.Command = nil
+	}
+	if stateless && rc.Command != nil && len(nonNull(rc.Command.Resume)) > 0 {
 		return Errorf(EBADREQUEST, "You must provide a thread_id when resuming.")
 	}
 	if c, ok := asObject(rc.Config["configurable"]); ok && len(c) > 0 && len(rc.Context) > 0 {

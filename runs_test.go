@@ -3,6 +3,7 @@ package graphserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -222,4 +223,95 @@ func TestCloseWhileCreating(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, []string{graphserver.RunSuccess, graphserver.RunPending}, r.Status)
 	}
+}
+
+func TestRunSummaries(t *testing.T) {
+	t.Parallel()
+	t.Run("InternalErrorHidden", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, func(o *graphserver.Options) {
+			o.Graphs["leak"] = graphtest.Failing{Err: errors.New("sqlite: disk I/O error at /var/secret/gs.db")}
+		})
+		tid := b.thread(t)
+		out, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "leak", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		const want = `{"error":"InternalError","message":"Internal error."}`
+		require.JSONEq(t, `{"__error__":`+want+`}`, string(out))
+		th, err := b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		require.JSONEq(t, want, string(th.Error))
+
+		st, err := b.srv.StreamRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "leak", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		var last graphserver.StreamEvent
+		for ev, err := range st.Events(b.ctx) {
+			require.NoError(t, err)
+			last = ev
+		}
+		require.Equal(t, "error", last.Event)
+		require.JSONEq(t, want, string(last.Data))
+	})
+	t.Run("FinalStateUnreadable", func(t *testing.T) {
+		t.Parallel()
+		flaky := &graphtest.FlakyState{}
+		b := setupRuns(t, func(o *graphserver.Options) { o.Graphs["flaky"] = flaky })
+		tid := b.thread(t)
+		_, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "flaky", Input: json.RawMessage(`{"x":1}`)})
+		require.NoError(t, err)
+		flaky.FailState.Store(true)
+		out, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "flaky", Input: json.RawMessage(`{"x":2}`)})
+		require.NoError(t, err)
+		require.JSONEq(t, `{"x":2}`, string(out))
+		th, err := b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadIdle, th.Status)
+		require.JSONEq(t, `{"x":1}`, string(th.Values), "values kept, not wiped")
+	})
+	t.Run("DeleteRunRecomputes", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, nil)
+		tid := b.thread(t)
+		_, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"a":1}`)})
+		require.NoError(t, err)
+		second, err := b.srv.StreamRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "interrupt", Input: json.RawMessage(`{"b":2}`)})
+		require.NoError(t, err)
+		_, err = second.Wait(b.ctx)
+		require.NoError(t, err)
+		th, err := b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadInterrupted, th.Status)
+
+		require.NoError(t, b.srv.DeleteRun(b.ctx, tid, second.Run.RunID))
+		th, err = b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadIdle, th.Status)
+		require.JSONEq(t, `{"a":1}`, string(th.Values))
+		require.Empty(t, th.Interrupts)
+
+		runs, err := b.srv.ListRuns(b.ctx, tid, graphserver.RunSearch{})
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		require.NoError(t, b.srv.DeleteRun(b.ctx, tid, runs[0].RunID))
+		th, err = b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		require.Equal(t, "null", string(th.Values))
+	})
+	t.Run("RollbackPastManyCheckpoints", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, nil)
+		b.block.Checkpoints = 120
+		tid := b.thread(t)
+		_, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"a":1}`)})
+		require.NoError(t, err)
+		run, err := b.srv.CreateRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"b":2}`)})
+		require.NoError(t, err)
+		waitStarted(t, b.block)
+		require.NoError(t, b.srv.CancelRun(b.ctx, tid, run.RunID, graphserver.CancelRollback))
+		_, err = b.srv.JoinRun(b.ctx, tid, run.RunID)
+		require.NoError(t, err)
+		th, err := b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadIdle, th.Status)
+		require.JSONEq(t, `{"a":1}`, string(th.Values))
+	})
 }

@@ -48,16 +48,20 @@ type WebhookOptions struct {
 
 // WebhookPolicy restricts webhook URLs; a run whose webhook breaks it is
 // refused with EINVALID (422). The zero value accepts any absolute http or
-// https URL.
+// https URL whose host is not, and does not resolve to, a loopback, private,
+// link-local, unspecified or cloud metadata address.
 type WebhookPolicy struct {
 	// HTTPSOnly refuses http URLs.
 	HTTPSOnly bool
 	// AllowedHosts, when non-empty, lists the only host names allowed
 	// ("example.com", or "*.example.com" for subdomains).
 	AllowedHosts []string
-	// BlockPrivate refuses hosts that are, or resolve to, loopback, private,
-	// link-local, unspecified or cloud metadata addresses.
-	BlockPrivate bool
+	// AllowPrivate accepts hosts that are, or resolve to, loopback, private,
+	// link-local, unspecified or cloud metadata addresses, which are refused
+	// by default (server-side request forgery). Set it only when webhooks
+	// target your own network, and give the sender the same setting
+	// (httpapi.WebhookSenderOptions.AllowPrivate).
+	AllowPrivate bool
 	// MaxURLLength bounds the URL length. Default 4096.
 	MaxURLLength int
 }
@@ -93,7 +97,7 @@ func (p WebhookPolicy) check(ctx context.Context, raw string) error {
 	if len(p.AllowedHosts) > 0 && !hostAllowed(host, p.AllowedHosts) {
 		return Errorf(EINVALID, "webhook host %s is not allowed.", host)
 	}
-	if !p.BlockPrivate {
+	if p.AllowPrivate {
 		return nil
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") || host == "metadata.google.internal" {

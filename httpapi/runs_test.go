@@ -767,7 +767,9 @@ func TestRunsWebhook(t *testing.T) {
 	t.Cleanup(recv.Close)
 
 	e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) {
-		o.Webhooks = graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(false), Secret: "s3cret", Backoff: 5 * time.Millisecond}
+		// The receiver listens on 127.0.0.1: private addresses are opted in.
+		o.Webhooks = graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{AllowPrivate: true}),
+			Secret: "s3cret", Backoff: 5 * time.Millisecond, Policy: graphserver.WebhookPolicy{AllowPrivate: true}}
 	}})
 	tid := e.thread(t)
 	out := e.call(t, "POST", "/threads/"+tid+"/runs/wait", `{"assistant_id":"echo","input":{"w":1},"webhook":"`+recv.URL+`/hook"}`, 200)
@@ -810,12 +812,65 @@ func TestRunsWebhook(t *testing.T) {
 
 	t.Run("Policy", func(t *testing.T) {
 		e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) {
-			o.Webhooks = graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(true),
-				Policy: graphserver.WebhookPolicy{HTTPSOnly: true, BlockPrivate: true, AllowedHosts: []string{"*.example.com", "10.0.0.1", "169.254.169.254"}}}
+			o.Webhooks = graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{}),
+				Policy: graphserver.WebhookPolicy{HTTPSOnly: true, AllowedHosts: []string{"*.example.com", "10.0.0.1", "169.254.169.254"}}}
 		}})
 		tid := e.thread(t)
 		for _, u := range []string{"http://hooks.example.com/x", "https://evil.com/x", "https://10.0.0.1/x", "https://169.254.169.254/x", "/relative"} {
 			e.call(t, "POST", "/threads/"+tid+"/runs", `{"assistant_id":"echo","webhook":"`+u+`"}`, 422)
 		}
+	})
+	t.Run("PrivateRefusedByDefault", func(t *testing.T) {
+		e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) {
+			o.Webhooks = graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{})}
+		}})
+		tid := e.thread(t)
+		for _, u := range []string{recv.URL + "/hook", "http://localhost:9/x", "http://[::1]/x", "http://192.168.1.1/x", "http://169.254.169.254/latest"} {
+			e.call(t, "POST", "/threads/"+tid+"/runs", `{"assistant_id":"echo","webhook":"`+u+`"}`, 422)
+		}
+		// The sender refuses them too, whatever the policy let through.
+		status, err := httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{}).Send(t.Context(), recv.URL+"/hook", []byte(`{}`), nil)
+		require.Error(t, err)
+		require.Zero(t, status)
+	})
+}
+
+func TestRunsRequestChecks(t *testing.T) {
+	t.Parallel()
+	t.Run("NullCommandFields", func(t *testing.T) {
+		t.Parallel()
+		e := newRunEnv(t, runEnvOptions{})
+		// RemoteGraph sends a whole Command: null fields are absent.
+		out := e.call(t, "POST", "/runs/wait", `{"assistant_id":"echo","input":{"s":1},"command":{"update":null,"resume":null,"goto":null,"graph":null}}`, 200)
+		require.JSONEq(t, `{"s":1}`, out)
+		tid := e.thread(t)
+		out = e.call(t, "POST", "/threads/"+tid+"/runs/wait", `{"assistant_id":"echo","command":{"update":null,"resume":"ok","goto":null}}`, 200)
+		require.JSONEq(t, `{"resumed":"ok"}`, out)
+	})
+	t.Run("BatchAllOrNothing", func(t *testing.T) {
+		t.Parallel()
+		e := newRunEnv(t, runEnvOptions{})
+		e.call(t, "POST", "/runs/batch", `[{"assistant_id":"echo","after_seconds":3600,"on_completion":"keep"},{"assistant_id":"`+missingID+`"}]`, 404)
+		e.call(t, "POST", "/runs/batch", `[{"assistant_id":"echo","after_seconds":3600,"on_completion":"keep"},{"assistant_id":"nograph"}]`, 404)
+		require.JSONEq(t, `[]`, e.call(t, "POST", "/threads/search", `{}`, 200))
+	})
+	t.Run("BulkCancelIDs", func(t *testing.T) {
+		t.Parallel()
+		e := newRunEnv(t, runEnvOptions{})
+		tid := e.thread(t)
+		run := e.createRun(t, tid, `{"assistant_id":"echo","after_seconds":3600}`)
+		e.call(t, "POST", "/runs/cancel", `{"thread_id":"nope","run_ids":["`+run.RunID+`"]}`, 422)
+		e.call(t, "POST", "/runs/cancel", `{"thread_id":"`+tid+`","run_ids":["nope"]}`, 422)
+		e.call(t, "POST", "/runs/cancel", `{"thread_id":"`+strings.ToUpper(tid)+`","run_ids":["`+strings.ToUpper(run.RunID)+`"]}`, 204)
+		require.Equal(t, graphserver.RunInterrupted, e.runStatus(t, tid, run.RunID))
+	})
+	t.Run("AfterSecondsBounds", func(t *testing.T) {
+		t.Parallel()
+		e := newRunEnv(t, runEnvOptions{})
+		tid := e.thread(t)
+		for _, v := range []string{"-1", "1e12", "31536001"} {
+			e.call(t, "POST", "/threads/"+tid+"/runs", `{"assistant_id":"echo","after_seconds":`+v+`}`, 422)
+		}
+		e.call(t, "POST", "/threads/"+tid+"/runs", `{"assistant_id":"echo","after_seconds":31536000}`, 200)
 	})
 }

@@ -17,19 +17,27 @@ import (
 // WebhookSender delivers run webhooks over net/http with a 5 s connect
 // time-out and a 30 s request time-out. It implements
 // graphserver.WebhookSender; wire it with
-// graphserver.Options{Webhooks: graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(false)}}.
+// graphserver.Options{Webhooks: graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{})}}.
 type WebhookSender struct {
 	client *http.Client
 }
 
 var _ graphserver.WebhookSender = (*WebhookSender)(nil)
 
-// NewWebhookSender returns a sender. With blockPrivate, connections to
-// loopback, private, link-local and metadata addresses are refused at dial
-// time (after DNS resolution), matching WebhookPolicy.BlockPrivate.
-func NewWebhookSender(blockPrivate bool) *WebhookSender {
+// WebhookSenderOptions configures a WebhookSender. The zero value is the
+// safe default.
+type WebhookSenderOptions struct {
+	// AllowPrivate lets the sender connect to loopback, private, link-local,
+	// unspecified and cloud metadata addresses, which it refuses by default
+	// at dial time (after DNS resolution, so DNS cannot rebind past
+	// graphserver.WebhookPolicy). Match graphserver.WebhookPolicy.AllowPrivate.
+	AllowPrivate bool
+}
+
+// NewWebhookSender returns a sender.
+func NewWebhookSender(o WebhookSenderOptions) *WebhookSender {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	if blockPrivate {
+	if !o.AllowPrivate {
 		dialer.Control = func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {

@@ -632,3 +632,16 @@ func (db *DB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]
 	})
 	return out, err
 }
+
+// LatestCheckpointNotByRun implements graphserver.RunStorage.
+func (db *DB) LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error) {
+	var id checkpointID
+	err := db.reader.GetContext(ctx, &id, `SELECT checkpoint_id FROM checkpoints
+		WHERE thread_id = ? AND checkpoint_ns = '' AND run_id <> ? ORDER BY checkpoint_id DESC LIMIT 1`, threadID, runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	} else if err != nil {
+		return "", translate(fmt.Errorf("latest checkpoint of thread %s: %w", threadID, err))
+	}
+	return string(id), nil
+}

@@ -486,7 +486,7 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 }
 
 // SetThreadSummary implements graphserver.ThreadStorage. It sets status
-// (idle when empty), values, interrupts and error as given, updated_at and
+// (idle when empty; busy while the thread has a pending or running run), values, interrupts and error as given, updated_at and
 // state_updated_at to now, and moves a TTL expiry to now + TTL. ENOTFOUND
 // when the thread is missing.
 func (db *DB) SetThreadSummary(ctx context.Context, id string, s *graphserver.ThreadSummary, now time.Time) error {
@@ -519,9 +519,11 @@ func (db *DB) SetThreadSummary(ctx context.Context, id string, s *graphserver.Th
 			exp = nullTime(&e)
 		}
 		ts := formatTime(now)
-		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = ?, state_values = ?, interrupts = ?, error = ?,
-			updated_at = ?, state_updated_at = ?, ttl_expires_at = ? WHERE thread_id = ?`,
-			cmpOr(s.Status, graphserver.ThreadIdle), values, interrupts, errv, ts, ts, exp, id); err != nil {
+		// A run created since the caller read the thread keeps it busy.
+		if _, err := tx.ExecContext(ctx, `UPDATE threads SET
+			status = CASE WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')) THEN 'busy' ELSE ? END,
+			state_values = ?, interrupts = ?, error = ?, updated_at = ?, state_updated_at = ?, ttl_expires_at = ? WHERE thread_id = ?`,
+			id, cmpOr(s.Status, graphserver.ThreadIdle), values, interrupts, errv, ts, ts, exp, id); err != nil {
 			return fmt.Errorf("set thread summary: %w", err)
 		}
 		return nil

@@ -1,14 +1,16 @@
 // Package graphtest holds hand-written graphserver.Graph fakes for testing the
-// run machinery without the graph engine: Echo, Fail, Interrupt, Blocking
-// and Parts. Each keeps its whole state in one channel ("__values__") of one
-// checkpoint per run, written through the run's Checkpointer, so State,
-// rollback and thread summaries behave as with a real engine.
+// run machinery without the graph engine: Echo, Fail, Interrupt, Blocking,
+// Parts, Failing and FlakyState. Each keeps its whole state in one channel
+// ("__values__") of one checkpoint per run, written through the run's
+// Checkpointer, so State, rollback and thread summaries behave as with a
+// real engine.
 package graphtest
 
 import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -170,6 +172,37 @@ func (Fail) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphs
 	return &NodeError{Msg: "boom"}
 }
 
+// Failing emits its input then fails with Err, an error that does not name
+// itself (as a storage failure would).
+type Failing struct {
+	base
+	Err error
+}
+
+var _ graphserver.Graph = Failing{}
+
+// Run emits the input and returns Err.
+func (f Failing) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	emit(graphserver.StreamPart{Event: "values", Data: input(ctx, req)})
+	return f.Err
+}
+
+// FlakyState runs as Echo; its State fails while FailState is set.
+type FlakyState struct {
+	Echo
+	FailState atomic.Bool
+}
+
+var _ graphserver.Graph = (*FlakyState)(nil)
+
+// State fails while FailState is set, else reads as Echo does.
+func (f *FlakyState) State(ctx context.Context, req *graphserver.StateRequest) (*graphserver.ThreadState, error) {
+	if f.FailState.Load() {
+		return nil, graphserver.Errorf(graphserver.EINTERNAL, "graphtest: state read failed")
+	}
+	return f.Echo.State(ctx, req)
+}
+
 // Interrupt pauses on its first run with an interrupt asking "approve?"
 // (state Next ["review"]), and finishes on a run resuming it with
 // {"answer": <resume value>}.
@@ -227,10 +260,15 @@ func (Parts) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graph
 // Blocking emits its input as values, saves it, then blocks until released
 // (then emits {"done": true} merged as the final values) or until its context
 // ends (then returns the context's cause). Started receives the run id of
-// each run that reached the blocking point. Create it with NewBlocking.
+// each run that reached the blocking point, Stopped the run id of each run
+// whose context ended while it blocked. Create it with NewBlocking.
 type Blocking struct {
 	base
 	Started chan string
+	Stopped chan string
+	// Checkpoints is how many checkpoints a run saves before it blocks
+	// (default 1). Set it before runs start.
+	Checkpoints int
 
 	mu       sync.Mutex
 	released chan struct{}
@@ -240,7 +278,7 @@ var _ graphserver.Graph = (*Blocking)(nil)
 
 // NewBlocking returns a Blocking graph whose Started channel buffers 64 ids.
 func NewBlocking() *Blocking {
-	return &Blocking{Started: make(chan string, 64), released: make(chan struct{})}
+	return &Blocking{Started: make(chan string, 64), Stopped: make(chan string, 64), released: make(chan struct{})}
 }
 
 // Release lets every blocked and future run finish.
@@ -257,14 +295,20 @@ func (b *Blocking) Release() {
 // Run blocks as documented on Blocking.
 func (b *Blocking) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
 	in := input(ctx, req)
-	if err := save(ctx, req, in, []string{"wait"}, nil); err != nil {
-		return err
+	for range max(b.Checkpoints, 1) {
+		if err := save(ctx, req, in, []string{"wait"}, nil); err != nil {
+			return err
+		}
 	}
 	emit(graphserver.StreamPart{Event: "values", Data: in})
 	b.Started <- req.RunID
 	select {
 	case <-b.released:
 	case <-ctx.Done():
+		select {
+		case b.Stopped <- req.RunID:
+		default:
+		}
 		return context.Cause(ctx)
 	}
 	out := mustJSON(map[string]any{"done": true})

@@ -327,6 +327,50 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t1"))
 	})
 
+	t.Run("SummaryKeepsBusy", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A state update computed its summary before a run was created.
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		require.NoError(t, b.st.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted,
+			Values: json.RawMessage(`{"v":1}`), Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}}, at(2)))
+		th, err := b.st.GetThread(t.Context(), "t1", nil)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadBusy, th.Status)
+		require.JSONEq(t, `{"v":1}`, string(th.Values))
+		require.Len(t, th.Interrupts, 1)
+
+		_, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"r1"}}, graphserver.CancelInterrupt, at(3), nil)
+		require.NoError(t, err)
+		require.NoError(t, b.st.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
+		require.Equal(t, graphserver.ThreadInterrupted, threadStatus(t, b, "t1"))
+	})
+
+	t.Run("LatestCheckpointNotByRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		put := func(id, runID, ns string) {
+			t.Helper()
+			require.NoError(t, b.st.PutCheckpoint(t.Context(), &graphserver.CheckpointRecord{ThreadID: "t1", NS: ns,
+				CheckpointID: id, RunID: runID, CreatedAt: at(1), ChannelVersions: map[string]string{}}))
+		}
+		id, err := b.rs.LatestCheckpointNotByRun(t.Context(), "t1", "r1")
+		require.NoError(t, err)
+		require.Empty(t, id)
+		put("00000000-0000-7000-8000-000000000001", "r0", "")
+		put("00000000-0000-7000-8000-000000000002", "", "")
+		for i := 3; i < 150; i++ {
+			put(fmt.Sprintf("00000000-0000-7000-8000-%012d", i), "r1", "")
+		}
+		put("00000000-0000-7000-8000-000000000999", "r0", "sub:1")
+		id, err = b.rs.LatestCheckpointNotByRun(t.Context(), "t1", "r1")
+		require.NoError(t, err)
+		require.Equal(t, "00000000-0000-7000-8000-000000000002", id)
+		id, err = b.rs.LatestCheckpointNotByRun(t.Context(), "t1", "r0")
+		require.NoError(t, err)
+		require.Equal(t, "00000000-0000-7000-8000-000000000149", id)
+	})
+
 	t.Run("FinishRollbackAndTemporary", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
