@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,21 +22,23 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-// checkpointRow is a checkpoints row.
+// checkpointRow is a checkpoints row joined with its shared metadata.
 type checkpointRow struct {
-	ThreadID           string         `db:"thread_id"`
 	NS                 string         `db:"checkpoint_ns"`
 	CheckpointID       checkpointID   `db:"checkpoint_id"`
 	ParentCheckpointID checkpointID   `db:"parent_checkpoint_id"`
-	RunID              string         `db:"run_id"`
+	RunID              checkpointID   `db:"run_id"`
 	CreatedAt          sql.NullString `db:"created_at"`
 	Metadata           string         `db:"metadata"`
-	ChannelVersions    string         `db:"channel_versions"`
+	Shared             sql.NullString `db:"shared"`
+	MetadataRunID      bool           `db:"metadata_run_id"`
+	Channels           string         `db:"channels"`
 	Body               string         `db:"body"`
 }
 
-// checkpointID is a checkpoint id column (see migrations/0001_core.sql): a
-// canonical lower-case UUID is stored as its 16 bytes, any other id as TEXT.
+// checkpointID is an id column of the checkpoint tables (checkpoint ids and
+// run_id, see migrations/0001_core.sql): a canonical lower-case UUID is
+// stored as its 16 bytes, any other id as TEXT.
 type checkpointID string
 
 // Value implements driver.Valuer.
@@ -85,10 +88,12 @@ func parseCanonicalUUID(s string) (uuid.UUID, bool) {
 	return u, err == nil
 }
 
-// idText is the text form of the checkpoint_id column.
-const idText = `CASE WHEN typeof(checkpoint_id) = 'blob' THEN lower(substr(hex(checkpoint_id), 1, 8) || '-' ||
-	substr(hex(checkpoint_id), 9, 4) || '-' || substr(hex(checkpoint_id), 13, 4) || '-' ||
-	substr(hex(checkpoint_id), 17, 4) || '-' || substr(hex(checkpoint_id), 21)) ELSE checkpoint_id END`
+// idText returns the SQL text form of an id column stored as checkpointID.
+func idText(col string) string {
+	return `CASE WHEN typeof(` + col + `) = 'blob' THEN lower(substr(hex(` + col + `), 1, 8) || '-' ||
+	substr(hex(` + col + `), 9, 4) || '-' || substr(hex(` + col + `), 13, 4) || '-' ||
+	substr(hex(` + col + `), 17, 4) || '-' || substr(hex(` + col + `), 21)) ELSE ` + col + ` END`
+}
 
 // addBefore adds the condition "the checkpoint id is less than before",
 // comparing ids as strings. Canonical UUID ids compare like their bytes and
@@ -103,10 +108,10 @@ func addBefore(w *where, before string) {
 		op = "<="
 	}
 	if !ok {
-		w.add(idText+" < ?", before)
+		w.add(idText("c.checkpoint_id")+" < ?", before)
 		return
 	}
-	w.add("checkpoint_id "+op+" ? AND (typeof(checkpoint_id) = 'blob' OR checkpoint_id < ?)", u[:], before)
+	w.add("c.checkpoint_id "+op+" ? AND (typeof(c.checkpoint_id) = 'blob' OR c.checkpoint_id < ?)", u[:], before)
 }
 
 // idTime returns the millisecond time in a UUIDv7 checkpoint id.
@@ -127,8 +132,10 @@ func createdAtColumn(id string, created time.Time) sql.NullString {
 	return sql.NullString{String: formatTime(created), Valid: true}
 }
 
-const checkpointColumns = `thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
-	metadata, channel_versions, body`
+// checkpointSelect selects checkpointRow columns; add a WHERE on c.
+const checkpointSelect = `SELECT c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.created_at,
+	c.metadata, m.json AS shared, c.metadata_run_id, c.channels, c.body
+	FROM checkpoints AS c LEFT JOIN checkpoint_metadata AS m ON m.tid = c.tid AND m.mid = c.shared_metadata`
 
 // isForeignKey reports whether err is a FOREIGN KEY violation.
 func isForeignKey(err error) bool {
@@ -136,31 +143,156 @@ func isForeignKey(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
+// threadKey returns the tid of a thread's checkpoint rows; ok is false when
+// the thread has none.
+func threadKey(ctx context.Context, q sqlx.QueryerContext, threadID string) (tid int64, ok bool, err error) {
+	err = sqlx.GetContext(ctx, q, &tid, `SELECT tid FROM checkpoint_threads WHERE thread_id = ?`, threadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	} else if err != nil {
+		return 0, false, fmt.Errorf("get checkpoint thread key: %w", err)
+	}
+	return tid, true, nil
+}
+
+// ensureThreadKey returns the tid of a thread, assigning one if needed.
+// ENOTFOUND when the thread does not exist.
+func ensureThreadKey(ctx context.Context, tx *sqlx.Tx, threadID string) (int64, error) {
+	tid, ok, err := threadKey(ctx, tx, threadID)
+	if ok || err != nil {
+		return tid, err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_threads (thread_id) VALUES (?)`, threadID)
+	if isForeignKey(err) {
+		return 0, threadNotFound(threadID)
+	} else if err != nil {
+		return 0, fmt.Errorf("add checkpoint thread key: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// chanLoc is one entry of the channels column: a channel's version and the
+// checkpoint_blobs row (chain, seq) holding its value, if stored. It is
+// encoded as [version, chain, seq], or [version] when not stored.
+type chanLoc struct {
+	version    string
+	chain, seq int64
+	stored     bool
+}
+
+// MarshalJSON implements json.Marshaler.
+func (l chanLoc) MarshalJSON() ([]byte, error) {
+	if !l.stored {
+		return json.Marshal([]any{l.version})
+	}
+	return json.Marshal([]any{l.version, l.chain, l.seq})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *chanLoc) UnmarshalJSON(b []byte) error {
+	var a []any
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	*l = chanLoc{}
+	if len(a) > 0 {
+		l.version, _ = a[0].(string)
+	}
+	if len(a) == 3 {
+		c, ok1 := a[1].(float64)
+		s, ok2 := a[2].(float64)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("stored channel location %s is invalid", b)
+		}
+		l.chain, l.seq, l.stored = int64(c), int64(s), true
+	}
+	return nil
+}
+
+// decodeChannels reads a channels column.
+func decodeChannels(s string) (map[string]chanLoc, error) {
+	locs := map[string]chanLoc{}
+	if s == "" || s == "{}" {
+		return locs, nil
+	}
+	if err := json.Unmarshal([]byte(s), &locs); err != nil {
+		return nil, fmt.Errorf("decode checkpoint channels: %w", err)
+	}
+	return locs, nil
+}
+
+// inlineMetadataKeys are the metadata keys that vary from one checkpoint to
+// the next; they are stored in the checkpoint row, the rest once per thread
+// in checkpoint_metadata.
+var inlineMetadataKeys = map[string]bool{"source": true, "step": true, "parents": true, "writes": true}
+
+// splitMetadata splits checkpoint metadata into its inline part, its shared
+// part ("" when empty) and whether run_id was left out of the shared part
+// because it equals the checkpoint's run id.
+func splitMetadata(md graphserver.Object, runID string) (inline, shared string, runFlag bool, err error) {
+	in, sh := map[string]any{}, map[string]any{}
+	for k, v := range md {
+		switch {
+		case inlineMetadataKeys[k]:
+			in[k] = v
+		case k == "run_id" && runID != "" && v == any(runID):
+			runFlag = true
+		default:
+			sh[k] = v
+		}
+	}
+	if inline, err = marshalObject(in); err != nil {
+		return "", "", false, err
+	}
+	if len(sh) > 0 {
+		if shared, err = marshalObject(sh); err != nil {
+			return "", "", false, err
+		}
+	}
+	return inline, shared, runFlag, nil
+}
+
+// metadataExpr is the SQL expression of a checkpoint's whole metadata (c
+// joined with checkpoint_metadata m, as in checkpointSelect): the JSON
+// objects of the parts spliced together (their keys are distinct).
+var metadataExpr = `('{' || substr(
+	CASE WHEN length(c.metadata) > 2 THEN ',' || substr(c.metadata, 2, length(c.metadata) - 2) ELSE '' END ||
+	CASE WHEN length(m.json) > 2 THEN ',' || substr(m.json, 2, length(m.json) - 2) ELSE '' END ||
+	CASE WHEN c.metadata_run_id THEN ',"run_id":' || json_quote(` + idText("c.run_id") + `) ELSE '' END, 2) || '}')`
+
+// sharedMetadataID returns the mid of a thread's shared metadata json,
+// adding a row if needed.
+func sharedMetadataID(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (int64, error) {
+	var mid int64
+	err := tx.GetContext(ctx, &mid, `SELECT mid FROM checkpoint_metadata WHERE tid = ? AND json = ?`, tid, js)
+	if err == nil {
+		return mid, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("get shared checkpoint metadata: %w", err)
+	}
+	if err := tx.GetContext(ctx, &mid, `SELECT coalesce(max(mid), 0) + 1 FROM checkpoint_metadata WHERE tid = ?`, tid); err != nil {
+		return 0, fmt.Errorf("add shared checkpoint metadata: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_metadata (tid, mid, json) VALUES (?, ?, ?)`, tid, mid, js); err != nil {
+		return 0, fmt.Errorf("add shared checkpoint metadata: %w", err)
+	}
+	return mid, nil
+}
+
 // PutCheckpoint implements graphserver.Checkpointer. The checkpoint row is
 // inserted, or replaced when one with the same thread, namespace and id
-// exists; each of cp.NewBlobs is inserted unless a blob with the same
-// channel and version exists already (then it is a no-op). ENOTFOUND when
-// the thread does not exist; EINVALID for missing ids or invalid JSON.
+// exists; each of cp.NewBlobs is stored unless the parent checkpoint (or the
+// one replaced) has the same channel and version already (then it is a
+// no-op). A delta blob extends its base's append chain when the base is the
+// chain's tip and starts a chain linked to the base otherwise (a fork).
+// ENOTFOUND when the thread does not exist; EINVALID for missing ids,
+// invalid JSON, or a delta blob whose base version is not stored.
 func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
 	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
 	}
-	metadata, err := marshalObject(cp.Metadata)
-	if err != nil {
-		return err
-	}
-	versions := "{}"
-	if cp.ChannelVersions != nil {
-		if versions, err = marshalJSON(cp.ChannelVersions); err != nil {
-			return err
-		}
-	}
-	body := "null"
-	if len(cp.Body) > 0 {
-		if !json.Valid(cp.Body) {
-			return graphserver.Errorf(graphserver.EINVALID, "The checkpoint body is not valid JSON.")
-		}
-		body = string(cp.Body)
+	if len(cp.Body) > 0 && !json.Valid(cp.Body) {
+		return graphserver.Errorf(graphserver.EINVALID, "The checkpoint body is not valid JSON.")
 	}
 	for _, b := range cp.NewBlobs {
 		if b.Channel == "" || b.Version == "" || !json.Valid(b.Data) {
@@ -172,27 +304,181 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 		created = db.now()
 	}
 	return db.write(ctx, func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
-				parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
-				created_at = excluded.created_at, metadata = excluded.metadata,
-				channel_versions = excluded.channel_versions, body = excluded.body`,
-			cp.ThreadID, cp.NS, checkpointID(cp.CheckpointID), checkpointID(cp.ParentCheckpointID), cp.RunID,
-			createdAtColumn(cp.CheckpointID, created), metadata, versions, body)
-		if isForeignKey(err) {
-			return threadNotFound(cp.ThreadID)
+		return putCheckpoint(ctx, tx, cp, created)
+	})
+}
+
+// putCheckpoint writes cp (validated) in tx.
+func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointRecord, created time.Time) error {
+	inline, shared, runFlag, err := splitMetadata(cp.Metadata, cp.RunID)
+	if err != nil {
+		return err
+	}
+	body := "null"
+	if len(cp.Body) > 0 {
+		body = string(cp.Body)
+	}
+	tid, err := ensureThreadKey(ctx, tx, cp.ThreadID)
+	if err != nil {
+		return err
+	}
+	var mid int64
+	if shared != "" {
+		if mid, err = sharedMetadataID(ctx, tx, tid, shared); err != nil {
+			return err
+		}
+	}
+	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}}
+	for _, id := range []string{cp.ParentCheckpointID, cp.CheckpointID} {
+		if id == "" {
+			continue
+		}
+		var chans string
+		err := tx.GetContext(ctx, &chans, `SELECT channels FROM checkpoints WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
+			tid, cp.NS, checkpointID(id))
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
 		} else if err != nil {
 			return fmt.Errorf("put checkpoint: %w", err)
 		}
-		for _, b := range cp.NewBlobs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base, data)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-				cp.ThreadID, cp.NS, b.Channel, b.Version, b.Base, string(b.Data)); err != nil {
-				return fmt.Errorf("put checkpoint blob: %w", err)
+		locs, err := decodeChannels(chans)
+		if err != nil {
+			return err
+		}
+		p.known = append(p.known, locs)
+	}
+	for _, b := range cp.NewBlobs {
+		if err := p.put(b); err != nil {
+			return err
+		}
+	}
+	locs := make(map[string]chanLoc, len(cp.ChannelVersions))
+	for ch, v := range cp.ChannelVersions {
+		l, ok := p.find(ch, v)
+		if !ok {
+			if l, ok, err = p.scan(ch, v); err != nil {
+				return err
 			}
 		}
+		if !ok {
+			l = chanLoc{version: v}
+		}
+		locs[ch] = l
+	}
+	channels, err := marshalJSON(locs)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (tid, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+			created_at, metadata, shared_metadata, metadata_run_id, channels, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tid, checkpoint_ns, checkpoint_id) DO UPDATE SET
+			parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
+			created_at = excluded.created_at, metadata = excluded.metadata, shared_metadata = excluded.shared_metadata,
+			metadata_run_id = excluded.metadata_run_id, channels = excluded.channels, body = excluded.body`,
+		tid, cp.NS, checkpointID(cp.CheckpointID), checkpointID(cp.ParentCheckpointID), checkpointID(cp.RunID),
+		createdAtColumn(cp.CheckpointID, created), inline, mid, runFlag, channels, body)
+	if err != nil {
+		return fmt.Errorf("put checkpoint: %w", err)
+	}
+	return nil
+}
+
+// placer stores the blobs of one checkpoint in their chains.
+type placer struct {
+	ctx    context.Context
+	tx     *sqlx.Tx
+	tid    int64
+	ns     string
+	known  []map[string]chanLoc  // channels of the parent and of the checkpoint replaced
+	placed map[[2]string]chanLoc // channel, version -> stored by this put
+}
+
+// find returns where version v of channel ch is stored, looking only at
+// this put and the checkpoints in p.known.
+func (p *placer) find(ch, v string) (chanLoc, bool) {
+	if l, ok := p.placed[[2]string{ch, v}]; ok {
+		return l, true
+	}
+	for _, m := range p.known {
+		if l, ok := m[ch]; ok && l.version == v && l.stored {
+			return l, true
+		}
+	}
+	return chanLoc{}, false
+}
+
+// scan looks for version v of channel ch in every checkpoint of the
+// namespace (slow path: bases are normally in the parent checkpoint).
+func (p *placer) scan(ch, v string) (chanLoc, bool, error) {
+	var raw string
+	err := p.tx.GetContext(p.ctx, &raw, `SELECT j.value FROM checkpoints AS c, json_each(c.channels) AS j
+		WHERE c.tid = ? AND c.checkpoint_ns = ? AND j.key = ? AND json_array_length(j.value) = 3
+			AND json_extract(j.value, '$[0]') = ? LIMIT 1`, p.tid, p.ns, ch, v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return chanLoc{}, false, nil
+	} else if err != nil {
+		return chanLoc{}, false, fmt.Errorf("find channel %s version %s: %w", ch, v, err)
+	}
+	var l chanLoc
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		return chanLoc{}, false, fmt.Errorf("decode checkpoint channels: %w", err)
+	}
+	return l, l.stored, nil
+}
+
+// put stores one blob.
+func (p *placer) put(b graphserver.ChannelBlob) error {
+	if _, ok := p.find(b.Channel, b.Version); ok {
 		return nil
-	})
+	}
+	l := chanLoc{version: b.Version, stored: true}
+	var link *chanLoc
+	if b.Base != "" {
+		base, ok := p.find(b.Channel, b.Base)
+		if !ok {
+			var err error
+			if base, ok, err = p.scan(b.Channel, b.Base); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q is based on version %q, which is not stored.", b.Channel, b.Version, b.Base)
+		}
+		var n int
+		if err := p.tx.GetContext(p.ctx, &n, `SELECT count(*) FROM checkpoint_blobs
+			WHERE tid = ? AND checkpoint_ns = ? AND channel = ? AND chain = ? AND seq = ?`,
+			p.tid, p.ns, b.Channel, base.chain, base.seq+1); err != nil {
+			return fmt.Errorf("put checkpoint blob: %w", err)
+		}
+		if n == 0 { // the base is the tip of its chain: append
+			l.chain, l.seq = base.chain, base.seq+1
+		} else {
+			link = &base
+		}
+	}
+	if b.Base == "" || link != nil {
+		var top sql.NullInt64
+		if err := p.tx.GetContext(p.ctx, &top, `SELECT max(chain) FROM checkpoint_blobs
+			WHERE tid = ? AND checkpoint_ns = ? AND channel = ?`, p.tid, p.ns, b.Channel); err != nil {
+			return fmt.Errorf("put checkpoint blob: %w", err)
+		}
+		l.chain, l.seq = 0, 0
+		if top.Valid {
+			l.chain = top.Int64 + 1
+		}
+	}
+	var linkChain, linkSeq sql.NullInt64
+	if link != nil {
+		linkChain = sql.NullInt64{Int64: link.chain, Valid: true}
+		linkSeq = sql.NullInt64{Int64: link.seq, Valid: true}
+	}
+	if _, err := p.tx.ExecContext(p.ctx, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.tid, p.ns, b.Channel, l.chain, l.seq, linkChain, linkSeq, string(b.Data)); err != nil {
+		return fmt.Errorf("put checkpoint blob: %w", err)
+	}
+	p.placed[[2]string{b.Channel, b.Version}] = l
+	return nil
 }
 
 // PutWrites implements graphserver.Checkpointer: the task's earlier writes
@@ -205,19 +491,21 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 		}
 	}
 	return db.write(ctx, func(tx *sqlx.Tx) error {
+		tid, err := ensureThreadKey(ctx, tx, threadID)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes
-			WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?`,
-			threadID, ns, checkpointID(cpID), taskID); err != nil {
+			WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?`,
+			tid, ns, checkpointID(cpID), taskID); err != nil {
 			return fmt.Errorf("put writes: %w", err)
 		}
 		for _, w := range writes {
 			_, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_writes
-				(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
+				(tid, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				threadID, ns, checkpointID(cpID), taskID, w.TaskPath, w.Idx, w.Channel, string(w.Value))
-			if isForeignKey(err) {
-				return threadNotFound(threadID)
-			} else if isConstraint(err) {
+				tid, ns, checkpointID(cpID), taskID, w.TaskPath, w.Idx, w.Channel, string(w.Value))
+			if isConstraint(err) {
 				return graphserver.Errorf(graphserver.EINVALID, "Two pending writes of task %s share index %d.", taskID, w.Idx)
 			} else if err != nil {
 				return fmt.Errorf("put writes: %w", err)
@@ -244,31 +532,39 @@ func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*gr
 // getCheckpoint reads one checkpoint (the latest in ns when cpID is
 // empty) with its values and pending writes.
 func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
+	notFound := func() error {
+		if cpID == "" {
+			return graphserver.Errorf(graphserver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q", threadID, ns)
+		}
+		return graphserver.Errorf(graphserver.ENOTFOUND, "Checkpoint %s of thread %s not found", cpID, threadID)
+	}
+	tid, ok, err := threadKey(ctx, q, threadID)
+	if err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, notFound()
+	}
 	var r checkpointRow
-	var err error
 	if cpID == "" {
-		err = sqlx.GetContext(ctx, q, &r, `SELECT `+checkpointColumns+` FROM checkpoints
-			WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`, threadID, ns)
+		err = sqlx.GetContext(ctx, q, &r, checkpointSelect+`
+			WHERE c.tid = ? AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`, tid, ns)
 	} else {
-		err = sqlx.GetContext(ctx, q, &r, `SELECT `+checkpointColumns+` FROM checkpoints
-			WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, threadID, ns, checkpointID(cpID))
+		err = sqlx.GetContext(ctx, q, &r, checkpointSelect+`
+			WHERE c.tid = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`, tid, ns, checkpointID(cpID))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		if cpID == "" {
-			return nil, graphserver.Errorf(graphserver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q", threadID, ns)
-		}
-		return nil, graphserver.Errorf(graphserver.ENOTFOUND, "Checkpoint %s of thread %s not found", cpID, threadID)
+		return nil, notFound()
 	} else if err != nil {
 		return nil, fmt.Errorf("get checkpoint: %w", err)
 	}
-	return loadCheckpoint(ctx, q, &r)
+	return loadCheckpoint(ctx, q, threadID, tid, &r)
 }
 
 // loadCheckpoint decodes r and fills its values and pending writes.
-func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
+func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, tid int64, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
 	cp := &graphserver.CheckpointRecord{
-		ThreadID: r.ThreadID, NS: r.NS, CheckpointID: string(r.CheckpointID), ParentCheckpointID: string(r.ParentCheckpointID),
-		RunID: r.RunID, Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
+		ThreadID: threadID, NS: r.NS, CheckpointID: string(r.CheckpointID), ParentCheckpointID: string(r.ParentCheckpointID),
+		RunID: string(r.RunID), Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
 	}
 	var err error
 	if r.CreatedAt.Valid {
@@ -283,78 +579,106 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, r *checkpointRow
 	if cp.Metadata, err = unmarshalObject(r.Metadata); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(r.ChannelVersions), &cp.ChannelVersions); err != nil {
-		return nil, fmt.Errorf("decode channel versions: %w", err)
+	if r.Shared.Valid {
+		if err := json.Unmarshal([]byte(r.Shared.String), &cp.Metadata); err != nil {
+			return nil, fmt.Errorf("decode shared checkpoint metadata: %w", err)
+		}
 	}
-	if cp.Values, err = loadValues(ctx, q, r.ThreadID, r.NS, r.ChannelVersions); err != nil {
+	if r.MetadataRunID {
+		cp.Metadata["run_id"] = cp.RunID
+	}
+	locs, err := decodeChannels(r.Channels)
+	if err != nil {
 		return nil, err
 	}
-	if cp.PendingWrites, err = loadWrites(ctx, q, r.ThreadID, r.NS, cp.CheckpointID); err != nil {
+	for ch, l := range locs {
+		cp.ChannelVersions[ch] = l.version
+	}
+	if cp.Values, err = loadValues(ctx, q, tid, r.NS, locs); err != nil {
+		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
+	}
+	if cp.PendingWrites, err = loadWrites(ctx, q, tid, r.NS, cp.CheckpointID); err != nil {
 		return nil, err
 	}
 	return cp, nil
 }
 
-// loadValuesQuery walks each channel's blob back through its bases to the
-// nearest full blob. Rows come without ORDER BY (sorting would copy every
-// blob): loadValues orders each chain by depth.
-const loadValuesQuery = `WITH RECURSIVE chain (channel, base, data, depth) AS (
-	SELECT b.channel, b.base, b.data, 0
-	FROM json_each(?) AS cv
-	JOIN checkpoint_blobs AS b
-		ON b.thread_id = ? AND b.checkpoint_ns = ? AND b.channel = cv.key AND b.version = cv.value
-	UNION ALL
-	SELECT b.channel, b.base, b.data, c.depth + 1
-	FROM chain AS c
-	JOIN checkpoint_blobs AS b
-		ON b.thread_id = ? AND b.checkpoint_ns = ? AND b.channel = c.channel AND b.version = c.base
-	WHERE c.base <> '' AND c.depth < 1000000
-)
-SELECT channel, base, data, depth FROM chain`
+// loadChainsQuery reads, for each channel of a JSON object channel ->
+// [version, chain, seq], the rows 0..seq of its chain: one range scan of the
+// primary key per channel. Rows come without ORDER BY (sorting would copy
+// every blob): loadValues orders them.
+const loadChainsQuery = `SELECT j.key, b.seq, b.link_chain, b.link_seq, b.data
+	FROM json_each(?) AS j
+	JOIN checkpoint_blobs AS b ON b.tid = ? AND b.checkpoint_ns = ? AND b.channel = j.key
+		AND b.chain = json_extract(j.value, '$[1]') AND b.seq <= json_extract(j.value, '$[2]')
+	WHERE json_array_length(j.value) = 3`
 
-// chainPart is one blob of a channel's chain, depth 0 being the newest.
-type chainPart struct {
-	depth int
-	base  string
-	data  []byte
+// chainRow is one checkpoint_blobs row read by loadChainsQuery.
+type chainRow struct {
+	seq  int64
+	link sql.NullInt64 // link_chain
+	lseq sql.NullInt64 // link_seq
+	data []byte
 }
 
-// loadValues reconstructs the full value of every channel in versions (a
-// JSON object channel -> version). A channel with no stored blob is left
-// out; a delta chain that does not end in a full blob is an error.
-func loadValues(ctx context.Context, q sqlx.QueryerContext, threadID, ns, versions string) (map[string]json.RawMessage, error) {
+// loadValues reconstructs the full value of every stored channel in locs. A
+// channel with no stored blob is left out; a chain with missing rows is an
+// error.
+func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc) (map[string]json.RawMessage, error) {
 	values := map[string]json.RawMessage{}
-	if versions == "" || versions == "{}" {
-		return values, nil
+	parts := map[string][][]byte{} // channel -> data, newest segment first
+	want := map[string]chanLoc{}
+	for ch, l := range locs {
+		if l.stored {
+			want[ch] = l
+		}
 	}
-	rows, err := q.QueryContext(ctx, loadValuesQuery, versions, threadID, ns, threadID, ns)
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint values: %w", err)
-	}
-	defer rows.Close()
-	chains := map[string][]chainPart{}
-	for rows.Next() {
-		var ch string
-		var p chainPart
-		if err := rows.Scan(&ch, &p.base, &p.data, &p.depth); err != nil {
+	for len(want) > 0 {
+		arg, err := json.Marshal(want)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := q.QueryContext(ctx, loadChainsQuery, string(arg), tid, ns)
+		if err != nil {
 			return nil, fmt.Errorf("load checkpoint values: %w", err)
 		}
-		chains[ch] = append(chains[ch], p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load checkpoint values: %w", err)
-	}
-	for ch, parts := range chains {
-		// deepest (the full value) first
-		slices.SortFunc(parts, func(a, b chainPart) int { return cmp.Compare(b.depth, a.depth) })
-		if parts[0].base != "" {
-			return nil, fmt.Errorf("channel %s of thread %s: delta blob based on missing version %s", ch, threadID, parts[0].base)
+		chains := map[string][]chainRow{}
+		for rows.Next() {
+			var ch string
+			var r chainRow
+			if err := rows.Scan(&ch, &r.seq, &r.link, &r.lseq, &r.data); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("load checkpoint values: %w", err)
+			}
+			chains[ch] = append(chains[ch], r)
 		}
-		data := make([][]byte, len(parts))
-		for i, p := range parts {
-			data[i] = p.data
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("load checkpoint values: %w", err)
 		}
-		v, err := concatArrays(data)
+		next := map[string]chanLoc{}
+		for ch, l := range want {
+			rs := chains[ch]
+			slices.SortFunc(rs, func(a, b chainRow) int { return cmp.Compare(a.seq, b.seq) })
+			if int64(len(rs)) != l.seq+1 || rs[0].seq != 0 {
+				return nil, fmt.Errorf("channel %s: chain %d has %d of its rows 0..%d", ch, l.chain, len(rs), l.seq)
+			}
+			for i := len(rs) - 1; i >= 0; i-- {
+				parts[ch] = append(parts[ch], rs[i].data)
+			}
+			if rs[0].link.Valid {
+				// Links point to older chains, so this ends.
+				if rs[0].link.Int64 >= l.chain {
+					return nil, fmt.Errorf("channel %s: chain %d links to chain %d", ch, l.chain, rs[0].link.Int64)
+				}
+				next[ch] = chanLoc{chain: rs[0].link.Int64, seq: rs[0].lseq.Int64, stored: true}
+			}
+		}
+		want = next
+	}
+	for ch, p := range parts {
+		slices.Reverse(p)
+		v, err := concatArrays(p)
 		if err != nil {
 			return nil, fmt.Errorf("channel %s: %w", ch, err)
 		}
@@ -397,7 +721,7 @@ func concatArrays(parts [][]byte) (json.RawMessage, error) {
 
 // loadWrites reads the pending writes saved at a checkpoint, ordered by task
 // path, task id and index.
-func loadWrites(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) ([]graphserver.PendingWrite, error) {
+func loadWrites(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, cpID string) ([]graphserver.PendingWrite, error) {
 	var rows []struct {
 		TaskID   string `db:"task_id"`
 		TaskPath string `db:"task_path"`
@@ -406,8 +730,8 @@ func loadWrites(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID s
 		Value    string `db:"value"`
 	}
 	if err := sqlx.SelectContext(ctx, q, &rows, `SELECT task_id, task_path, idx, channel, value FROM checkpoint_writes
-		WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx`,
-		threadID, ns, checkpointID(cpID)); err != nil {
+		WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx`,
+		tid, ns, checkpointID(cpID)); err != nil {
 		return nil, fmt.Errorf("load pending writes: %w", err)
 	}
 	out := make([]graphserver.PendingWrite, 0, len(rows))
@@ -419,29 +743,33 @@ func loadWrites(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID s
 
 // ListCheckpoints implements graphserver.Checkpointer: checkpoints of
 // opts.NS, newest first, older than opts.Before when set, whose metadata
-// contains opts.Metadata, at most opts.Limit (0 = all). A missing thread
-// gives an empty list.
+// (all of it, shared part included) contains opts.Metadata, at most
+// opts.Limit (0 = all). A missing thread gives an empty list.
 func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphserver.CheckpointListOptions) ([]*graphserver.CheckpointRecord, error) {
 	var w where
-	w.add("thread_id = ?", threadID)
-	w.add("checkpoint_ns = ?", opts.NS)
+	w.add("c.tid = (SELECT tid FROM checkpoint_threads WHERE thread_id = ?)", threadID)
+	w.add("c.checkpoint_ns = ?", opts.NS)
 	if opts.Before != "" {
 		addBefore(&w, opts.Before)
 	}
-	if err := w.contains("metadata", opts.Metadata); err != nil {
+	if err := w.contains(metadataExpr, opts.Metadata); err != nil {
 		return nil, err
 	}
 	lim, largs := limitOffset(opts.Limit, 0, false)
-	var out []*graphserver.CheckpointRecord
+	out := []*graphserver.CheckpointRecord{}
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
+		tid, ok, err := threadKey(ctx, tx, threadID)
+		if err != nil || !ok {
+			return err
+		}
 		var rows []checkpointRow
-		if err := tx.SelectContext(ctx, &rows, `SELECT `+checkpointColumns+` FROM checkpoints`+w.String()+
-			` ORDER BY checkpoint_id DESC`+lim, append(w.args, largs...)...); err != nil {
+		if err := tx.SelectContext(ctx, &rows, checkpointSelect+w.String()+
+			` ORDER BY c.checkpoint_id DESC`+lim, append(w.args, largs...)...); err != nil {
 			return fmt.Errorf("list checkpoints: %w", err)
 		}
 		out = make([]*graphserver.CheckpointRecord, 0, len(rows))
 		for i := range rows {
-			cp, err := loadCheckpoint(ctx, tx, &rows[i])
+			cp, err := loadCheckpoint(ctx, tx, threadID, tid, &rows[i])
 			if err != nil {
 				return err
 			}
@@ -456,48 +784,143 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 }
 
 // DeleteRunCheckpoints deletes the checkpoints that run runID wrote on a
-// thread (every namespace), their pending writes, and the blobs no remaining
-// checkpoint needs. It is not part of graphserver.Storage: the Server uses it
-// to roll back a run (multitask rollback). Deleting nothing is not an error.
+// thread (every namespace), their pending writes, and the blobs and shared
+// metadata no remaining checkpoint needs. It is not part of
+// graphserver.Storage: the Server uses it to roll back a run (multitask
+// rollback). Deleting nothing is not an error.
 func (db *DB) DeleteRunCheckpoints(ctx context.Context, threadID, runID string) error {
 	if runID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A run id is required.")
 	}
 	return db.write(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE thread_id = ? AND (checkpoint_ns, checkpoint_id) IN
-			(SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? AND run_id = ?)`,
-			threadID, threadID, runID); err != nil {
-			return fmt.Errorf("delete run writes: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`, threadID, runID)
-		if err != nil {
-			return fmt.Errorf("delete run checkpoints: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		return gcBlobs(ctx, tx, threadID)
+		return deleteRunCheckpoints(ctx, tx, threadID, runID)
 	})
 }
 
-// gcBlobs deletes a thread's blobs that no checkpoint refers to, directly
-// or as the base of a delta blob it refers to.
-func gcBlobs(ctx context.Context, tx *sqlx.Tx, threadID string) error {
-	_, err := tx.ExecContext(ctx, `WITH RECURSIVE needed (ns, channel, version) AS (
-		SELECT c.checkpoint_ns, cv.key, cv.value
-		FROM checkpoints AS c, json_each(c.channel_versions) AS cv
-		WHERE c.thread_id = ?
+// deleteRunCheckpoints is DeleteRunCheckpoints in tx.
+func deleteRunCheckpoints(ctx context.Context, tx *sqlx.Tx, threadID, runID string) error {
+	tid, ok, err := threadKey(ctx, tx, threadID)
+	if err != nil || !ok {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tid = ? AND (checkpoint_ns, checkpoint_id) IN
+		(SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE tid = ? AND run_id = ?)`,
+		tid, tid, checkpointID(runID)); err != nil {
+		return fmt.Errorf("delete run writes: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE tid = ? AND run_id = ?`, tid, checkpointID(runID))
+	if err != nil {
+		return fmt.Errorf("delete run checkpoints: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+	return gcCheckpoints(ctx, tx, tid)
+}
+
+// gcCheckpoints deletes a thread's blob rows that no checkpoint needs (the
+// tail of a chain past the last row a checkpoint refers to, directly or
+// through a fork's link, and unused chains) and its unused shared metadata.
+func gcCheckpoints(ctx context.Context, tx *sqlx.Tx, tid int64) error {
+	if _, err := tx.ExecContext(ctx, `WITH RECURSIVE needed (ns, channel, chain, seq) AS (
+		SELECT c.checkpoint_ns, j.key, json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
+		FROM checkpoints AS c, json_each(c.channels) AS j
+		WHERE c.tid = ?1 AND json_array_length(j.value) = 3
 		UNION
-		SELECT b.checkpoint_ns, b.channel, b.base
+		SELECT b.checkpoint_ns, b.channel, b.link_chain, b.link_seq
 		FROM needed AS n
 		JOIN checkpoint_blobs AS b
-			ON b.thread_id = ? AND b.checkpoint_ns = n.ns AND b.channel = n.channel AND b.version = n.version
-		WHERE b.base <> ''
-	)
-	DELETE FROM checkpoint_blobs WHERE thread_id = ? AND (checkpoint_ns, channel, version) NOT IN
-		(SELECT ns, channel, version FROM needed)`, threadID, threadID, threadID)
-	if err != nil {
-		return fmt.Errorf("collect blobs: %w", err)
+			ON b.tid = ?1 AND b.checkpoint_ns = n.ns AND b.channel = n.channel AND b.chain = n.chain AND b.seq = 0
+		WHERE b.link_chain IS NOT NULL
+	),
+	tip (ns, channel, chain, seq) AS MATERIALIZED (SELECT ns, channel, chain, max(seq) FROM needed GROUP BY ns, channel, chain)
+	DELETE FROM checkpoint_blobs WHERE tid = ?1 AND NOT EXISTS (SELECT 1 FROM tip
+		WHERE tip.ns = checkpoint_blobs.checkpoint_ns AND tip.channel = checkpoint_blobs.channel
+			AND tip.chain = checkpoint_blobs.chain AND tip.seq >= checkpoint_blobs.seq)`, tid); err != nil {
+		return fmt.Errorf("collect checkpoint blobs: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_metadata WHERE tid = ?1 AND mid NOT IN
+		(SELECT shared_metadata FROM checkpoints WHERE tid = ?1)`, tid); err != nil {
+		return fmt.Errorf("collect checkpoint metadata: %w", err)
 	}
 	return nil
+}
+
+// copyCheckpoints copies every checkpoint row of thread sourceID (shared
+// metadata, blobs and pending writes included) to thread newID, which has
+// none. Chains and shared metadata are numbered per thread, so rows are
+// copied as they are.
+func copyCheckpoints(ctx context.Context, tx *sqlx.Tx, sourceID, newID string) error {
+	src, ok, err := threadKey(ctx, tx, sourceID)
+	if err != nil || !ok {
+		return err
+	}
+	dst, err := ensureThreadKey(ctx, tx, newID)
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`INSERT INTO checkpoint_metadata (tid, mid, json) SELECT ?, mid, json FROM checkpoint_metadata WHERE tid = ?`,
+		`INSERT INTO checkpoints (tid, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
+			metadata, shared_metadata, metadata_run_id, channels, body)
+		SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
+			metadata, shared_metadata, metadata_run_id, channels, body
+		FROM checkpoints WHERE tid = ?`,
+		`INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
+		SELECT ?, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data FROM checkpoint_blobs WHERE tid = ?`,
+		`INSERT INTO checkpoint_writes (tid, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
+		SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value
+		FROM checkpoint_writes WHERE tid = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, dst, src); err != nil {
+			return fmt.Errorf("copy thread checkpoints: %w", err)
+		}
+	}
+	return nil
+}
+
+// keepLatest drops every checkpoint of a thread but its latest
+// root one, which it stores again with full (non-delta) blobs, no parent,
+// and its pending writes.
+func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
+	tid, ok, err := threadKey(ctx, tx, threadID)
+	if err != nil || !ok {
+		return err
+	}
+	cp, err := getCheckpoint(ctx, tx, threadID, "", "")
+	if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+		cp = nil
+	} else if err != nil {
+		return err
+	}
+	if cp == nil {
+		for _, q := range []string{
+			`DELETE FROM checkpoint_writes WHERE tid = ?`,
+			`DELETE FROM checkpoint_metadata WHERE tid = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, tid); err != nil {
+				return err
+			}
+		}
+	} else if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tid = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
+		tid, checkpointID(cp.CheckpointID)); err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`DELETE FROM checkpoints WHERE tid = ?`,
+		`DELETE FROM checkpoint_blobs WHERE tid = ?`,
+		`DELETE FROM checkpoint_metadata WHERE tid = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, tid); err != nil {
+			return err
+		}
+	}
+	if cp == nil {
+		return nil
+	}
+	cp.ParentCheckpointID = ""
+	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
+		cp.NewBlobs = append(cp.NewBlobs, graphserver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
+	}
+	return putCheckpoint(ctx, tx, cp, cp.CreatedAt)
 }

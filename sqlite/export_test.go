@@ -64,11 +64,14 @@ func (db *DB) WriteThroughReader(ctx context.Context) error {
 	return err
 }
 
-// BlobVersions lists a thread's stored blobs as "ns/channel@version".
-func (db *DB) BlobVersions(ctx context.Context, threadID string) ([]string, error) {
+// BlobRows lists a thread's stored blob rows as
+// "ns/channel#chain.seq" (with "<-chain.seq" for a fork's link).
+func (db *DB) BlobRows(ctx context.Context, threadID string) ([]string, error) {
 	var out []string
-	err := db.reader.SelectContext(ctx, &out, `SELECT checkpoint_ns || '/' || channel || '@' || version
-		FROM checkpoint_blobs WHERE thread_id = ? ORDER BY 1`, threadID)
+	err := db.reader.SelectContext(ctx, &out, `SELECT b.checkpoint_ns || '/' || b.channel || '#' || b.chain || '.' || b.seq ||
+			CASE WHEN b.link_chain IS NULL THEN '' ELSE '<-' || b.link_chain || '.' || b.link_seq END
+		FROM checkpoint_blobs AS b JOIN checkpoint_threads AS t ON t.tid = b.tid
+		WHERE t.thread_id = ? ORDER BY b.checkpoint_ns, b.channel, b.chain, b.seq`, threadID)
 	return out, err
 }
 
@@ -77,6 +80,7 @@ func (db *DB) BlobVersions(ctx context.Context, threadID string) ([]string, erro
 func (db *DB) CheckpointForms(ctx context.Context, threadID string) ([]string, error) {
 	var out []string
 	err := db.reader.SelectContext(ctx, &out, `SELECT typeof(checkpoint_id) || ' ' || typeof(parent_checkpoint_id) || ' ' || typeof(created_at)
-		FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id`, threadID)
+		FROM checkpoints WHERE tid = (SELECT tid FROM checkpoint_threads WHERE thread_id = ?) AND checkpoint_ns = ''
+		ORDER BY checkpoint_id`, threadID)
 	return out, err
 }

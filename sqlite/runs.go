@@ -253,14 +253,23 @@ func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphse
 	if err := w.filter("t.metadata", filter); err != nil {
 		return nil, err
 	}
-	var r runRow
-	err := db.reader.GetContext(ctx, &r, `SELECT `+runColumnsR+` FROM runs AS r JOIN threads AS t ON t.thread_id = r.thread_id`+w.String(), w.args...)
+	var r struct {
+		runRow
+		Attempt int `db:"attempt"`
+	}
+	err := db.reader.GetContext(ctx, &r, `SELECT `+runColumnsR+`, r.attempt FROM runs AS r
+		JOIN threads AS t ON t.thread_id = r.thread_id`+w.String(), w.args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, runNotFound(runID)
 	} else if err != nil {
 		return nil, translate(fmt.Errorf("get run %s: %w", runID, err))
 	}
-	return r.run()
+	run, err := r.run()
+	if err != nil {
+		return nil, err
+	}
+	run.Attempt = r.Attempt
+	return run, nil
 }
 
 // ListRuns implements graphserver.RunStorage.
@@ -325,20 +334,11 @@ func (db *DB) DeleteRun(ctx context.Context, threadID, runID string, filter grap
 
 // deleteRunTx deletes a run with the checkpoints it wrote.
 func deleteRunTx(ctx context.Context, tx *sqlx.Tx, threadID, runID string) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE thread_id = ? AND (checkpoint_ns, checkpoint_id) IN
-		(SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ? AND run_id = ?)`,
-		threadID, threadID, runID); err != nil {
-		return fmt.Errorf("delete run writes: %w", err)
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`, threadID, runID)
-	if err != nil {
-		return fmt.Errorf("delete run checkpoints: %w", err)
+	if err := deleteRunCheckpoints(ctx, tx, threadID, runID); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE run_id = ?`, runID); err != nil {
 		return fmt.Errorf("delete run: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		return gcBlobs(ctx, tx, threadID)
 	}
 	return nil
 }
@@ -637,7 +637,8 @@ func (db *DB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]
 func (db *DB) LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error) {
 	var id checkpointID
 	err := db.reader.GetContext(ctx, &id, `SELECT checkpoint_id FROM checkpoints
-		WHERE thread_id = ? AND checkpoint_ns = '' AND run_id <> ? ORDER BY checkpoint_id DESC LIMIT 1`, threadID, runID)
+		WHERE tid = (SELECT tid FROM checkpoint_threads WHERE thread_id = ?) AND checkpoint_ns = '' AND run_id <> ?
+		ORDER BY checkpoint_id DESC LIMIT 1`, threadID, checkpointID(runID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	} else if err != nil {

@@ -110,15 +110,20 @@ func TestDeleteRunCheckpoints(t *testing.T) {
 	require.JSONEq(t, `["a","b"]`, string(cp.Values["m"]))
 	_, err = db.GetCheckpoint(ctx, "t1", "sub:1", "")
 	require.Equal(t, graphserver.ENOTFOUND, graphserver.ErrorCode(err))
-	blobs, err := db.BlobVersions(ctx, "t1")
+	blobs, err := db.BlobRows(ctx, "t1")
 	require.NoError(t, err)
-	require.Equal(t, []string{"/m@1", "/m@2", "/n@1"}, blobs, "blobs only the deleted checkpoints used are collected")
+	require.Equal(t, []string{"/m#0.0", "/m#0.1", "/n#0.0"}, blobs, "blobs only the deleted checkpoints used are collected")
 
-	// A checkpoint id reused later starts without the old writes.
-	put("", "c4", "c2", "r3", map[string]string{"m": "2", "n": "1"})
+	// A checkpoint id reused later starts without the old writes; the
+	// chain's collected tail is appended to again.
+	put("", "c4", "c2", "r3", map[string]string{"m": "3b", "n": "1"}, blob("m", "3b", "2", `["e"]`))
 	cp, err = db.GetCheckpoint(ctx, "t1", "", "c4")
 	require.NoError(t, err)
 	require.Empty(t, cp.PendingWrites)
+	require.JSONEq(t, `["a","b","e"]`, string(cp.Values["m"]))
+	blobs, err = db.BlobRows(ctx, "t1")
+	require.NoError(t, err)
+	require.Equal(t, []string{"/m#0.0", "/m#0.1", "/m#0.2", "/n#0.0"}, blobs)
 
 	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "nothing"))
 	require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(db.DeleteRunCheckpoints(ctx, "t1", "")))

@@ -377,20 +377,8 @@ func (db *DB) CopyThread(ctx context.Context, sourceID, newID string, now time.T
 		} else if err != nil {
 			return fmt.Errorf("copy thread: %w", err)
 		}
-		for _, q := range []string{
-			`INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
-				metadata, channel_versions, body)
-			SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at, metadata, channel_versions, body
-			FROM checkpoints WHERE thread_id = ?`,
-			`INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base, data)
-			SELECT ?, checkpoint_ns, channel, version, base, data FROM checkpoint_blobs WHERE thread_id = ?`,
-			`INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
-			SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value
-			FROM checkpoint_writes WHERE thread_id = ?`,
-		} {
-			if _, err := tx.ExecContext(ctx, q, newID, sourceID); err != nil {
-				return fmt.Errorf("copy thread checkpoints: %w", err)
-			}
+		if err := copyCheckpoints(ctx, tx, sourceID, newID); err != nil {
+			return err
 		}
 		out, err = getThread(ctx, tx, newID, nil)
 		return err
@@ -442,47 +430,6 @@ func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, f
 		return 0, err
 	}
 	return count, nil
-}
-
-// keepLatest drops every checkpoint of a thread but its latest root one,
-// whose values it stores again as full (non-delta) blobs.
-func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
-	cp, err := getCheckpoint(ctx, tx, threadID, "", "")
-	if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
-		for _, q := range []string{
-			`DELETE FROM checkpoint_writes WHERE thread_id = ?`,
-			`DELETE FROM checkpoint_blobs WHERE thread_id = ?`,
-			`DELETE FROM checkpoints WHERE thread_id = ?`,
-		} {
-			if _, err := tx.ExecContext(ctx, q, threadID); err != nil {
-				return err
-			}
-		}
-		return nil
-	} else if err != nil {
-		return err
-	}
-	for _, q := range []string{
-		`DELETE FROM checkpoint_writes WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
-		`DELETE FROM checkpoints WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
-	} {
-		if _, err := tx.ExecContext(ctx, q, threadID, checkpointID(cp.CheckpointID)); err != nil {
-			return err
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET parent_checkpoint_id = '' WHERE thread_id = ?`, threadID); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_blobs WHERE thread_id = ?`, threadID); err != nil {
-		return err
-	}
-	for ch, v := range cp.Values {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, base, data)
-			VALUES (?, '', ?, ?, '', ?)`, threadID, ch, cp.ChannelVersions[ch], string(v)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // SetThreadSummary implements graphserver.ThreadStorage. It sets status

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -355,6 +356,265 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		require.Equal(t, []string{c4}, checkpointIDs(list))
 		require.Equal(t, created[c4], list[0].CreatedAt)
 		requireValues(t, map[string]string{"x": `1`}, list[0].Values)
+	})
+
+	t.Run("LongChain", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// 300 checkpoints, each appending 0-2 elements to the previous
+		// version of msgs (a full value again at 150), with a last-value
+		// channel changing every 7th: every version reads back as written.
+		want := map[string][2]string{}
+		var list []any
+		count := "0"
+		prev, prevV := "", ""
+		for i := range 300 {
+			id, v := fmt.Sprintf("c%03d", i), fmt.Sprintf("%d.x", i)
+			var add []any
+			for j := range i % 3 {
+				add = append(add, map[string]any{"id": fmt.Sprintf("m%d.%d", i, j), "n": i})
+			}
+			var blobs []graphserver.ChannelBlob
+			switch {
+			case i == 0 || i == 150:
+				list = append([]any{"restart"}, add...)
+				data, _ := json.Marshal(list)
+				blobs = append(blobs, blob("msgs", v, "", string(data)))
+			default:
+				list = append(list, add...)
+				data, _ := json.Marshal(add)
+				if add == nil {
+					data = []byte(`[]`)
+				}
+				blobs = append(blobs, blob("msgs", v, prevV, string(data)))
+			}
+			versions := map[string]string{"msgs": v, "count": count}
+			if i%7 == 0 {
+				count = v
+				versions["count"] = v
+				blobs = append(blobs, blob("count", v, "", fmt.Sprint(i)))
+			}
+			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: id, Parent: prev, Versions: versions, Blobs: blobs})
+			data, _ := json.Marshal(list)
+			want[id] = [2]string{string(data), fmt.Sprint(i - i%7)}
+			prev, prevV = id, v
+		}
+		for id, w := range want {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			requireValues(t, map[string]string{"msgs": w[0], "count": w[1]}, got.Values)
+		}
+		all, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		require.NoError(t, err)
+		require.Len(t, all, 300)
+		for _, c := range all {
+			requireValues(t, map[string]string{"msgs": want[c.CheckpointID][0], "count": want[c.CheckpointID][1]}, c.Values)
+			i, err := strconv.Atoi(c.CheckpointID[1:])
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("%d.x", i), c.ChannelVersions["msgs"])
+		}
+	})
+
+	t.Run("ForksOfForks", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Each step: checkpoint id, parent, version, base, appended data.
+		// Bases that are not the tip of their chain fork it; forks fork
+		// again; some parents do not hold the base (found elsewhere).
+		steps := []struct{ id, parent, v, base, data string }{
+			{"a1", "", "1", "", `["a"]`},
+			{"a2", "a1", "2", "1", `["b"]`},
+			{"a3", "a2", "3", "2", `["c"]`},
+			{"f1", "a2", "4", "2", `["x"]`},     // fork of the main chain at 2
+			{"f2", "f1", "5", "4", `["y"]`},     // extends the fork
+			{"g1", "f1", "6", "4", `["z"]`},     // fork of the fork
+			{"g2", "g1", "7", "6", `["z2"]`},    // extends it
+			{"h1", "g1", "8", "6", `["w"]`},     // fork of the fork of the fork
+			{"e1", "a1", "9", "1", `[]`},        // another branch from the first version
+			{"e2", "e1", "10", "9", `["e"]`},    // extends it
+			{"a4", "a3", "11", "3", `["d"]`},    // the main chain goes on
+			{"k1", "", "12", "5", `["k"]`},      // no parent: the base is found anyway
+			{"k2", "a4", "13", "8", `["k2"]`},   // the parent holds another version
+			{"r1", "k2", "14", "", `["reset"]`}, // a full value
+			{"r2", "r1", "15", "14", `["r"]`},
+		}
+		want := map[string]string{
+			"a1": `["a"]`, "a2": `["a","b"]`, "a3": `["a","b","c"]`, "a4": `["a","b","c","d"]`,
+			"f1": `["a","b","x"]`, "f2": `["a","b","x","y"]`,
+			"g1": `["a","b","x","z"]`, "g2": `["a","b","x","z","z2"]`, "h1": `["a","b","x","z","w"]`,
+			"e1": `["a"]`, "e2": `["a","e"]`,
+			"k1": `["a","b","x","y","k"]`, "k2": `["a","b","x","z","w","k2"]`,
+			"r1": `["reset"]`, "r2": `["reset","r"]`,
+		}
+		// ids sort in step order
+		full := map[string]string{"": ""}
+		for i, s := range steps {
+			full[s.id] = fmt.Sprintf("%02d%s", i, s.id)
+			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: full[s.id], Parent: full[s.parent],
+				Versions: map[string]string{"msgs": s.v}, Blobs: []graphserver.ChannelBlob{blob("msgs", s.v, s.base, s.data)}})
+		}
+		for i, s := range steps {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", fmt.Sprintf("%02d%s", i, s.id))
+			require.NoError(t, err)
+			requireValues(t, map[string]string{"msgs": want[s.id]}, got.Values)
+			require.Equal(t, map[string]string{"msgs": s.v}, got.ChannelVersions)
+		}
+		// A delta on a version nobody stored is refused.
+		err := b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "zz", ParentCheckpointID: "00a1",
+			ChannelVersions: map[string]string{"msgs": "99"}, NewBlobs: []graphserver.ChannelBlob{blob("msgs", "99", "98", `["?"]`)}})
+		requireCode(t, err, graphserver.EINVALID)
+	})
+
+	t.Run("SharedMetadata", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// What a Server merges into every checkpoint (run_id, thread_id,
+		// graph_id, ...) round-trips exactly and is searchable like the
+		// keys that vary per checkpoint.
+		run := func(r string) graphserver.Metadata {
+			return graphserver.Metadata{"run_id": r, "thread_id": "t1", "graph_id": "g", "assistant_id": "a1",
+				"user": map[string]any{"name": "ann", "tags": []any{"x", "y"}}}
+		}
+		md := map[string]graphserver.Metadata{}
+		add := func(id, runID string, m graphserver.Metadata, extra graphserver.Metadata) {
+			t.Helper()
+			all := graphserver.Metadata{}
+			for k, v := range m {
+				all[k] = v
+			}
+			for k, v := range extra {
+				all[k] = v
+			}
+			md[id] = all
+			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: id, RunID: runID, Metadata: all})
+		}
+		add("c1", "r1", run("r1"), graphserver.Metadata{"source": "input", "step": -1.0, "parents": map[string]any{}})
+		add("c2", "r1", run("r1"), graphserver.Metadata{"source": "loop", "step": 0.0, "parents": map[string]any{}})
+		add("c3", "r2", run("r2"), graphserver.Metadata{"source": "loop", "step": 1.0, "parents": map[string]any{"": "c2"}, "writes": map[string]any{"bot": nil}})
+		add("c4", "r3", run("other"), graphserver.Metadata{"source": "update", "step": 2.0, "note": nil}) // run_id is not the run's
+		add("c5", "", graphserver.Metadata{"graph_id": "g2", "run_id": 7.0}, graphserver.Metadata{"source": "fork"})
+		add("c6", "r4", nil, nil)
+		add("c7", "r5", graphserver.Metadata{"run_id": "r5"}, nil)
+
+		for id, m := range md {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			if len(m) == 0 {
+				require.Empty(t, got.Metadata, id)
+			} else {
+				require.Equal(t, m, got.Metadata, id)
+			}
+		}
+		list := func(o graphserver.CheckpointListOptions) []string {
+			t.Helper()
+			got, err := b.st.ListCheckpoints(b.ctx, "t1", o)
+			require.NoError(t, err)
+			return checkpointIDs(got)
+		}
+		f := func(m graphserver.Metadata) graphserver.CheckpointListOptions {
+			return graphserver.CheckpointListOptions{Metadata: m}
+		}
+		require.Equal(t, []string{"c4", "c3", "c2", "c1"}, list(f(graphserver.Metadata{"graph_id": "g"})))
+		require.Equal(t, []string{"c2", "c1"}, list(f(graphserver.Metadata{"run_id": "r1"})))
+		require.Equal(t, []string{"c7"}, list(f(graphserver.Metadata{"run_id": "r5"})))
+		require.Equal(t, []string{"c4"}, list(f(graphserver.Metadata{"run_id": "other"})))
+		require.Equal(t, []string{}, list(f(graphserver.Metadata{"run_id": "r3"})))
+		require.Equal(t, []string{"c5"}, list(f(graphserver.Metadata{"run_id": 7})))
+		require.Equal(t, []string{"c3", "c2"}, list(f(graphserver.Metadata{"source": "loop", "assistant_id": "a1"})))
+		require.Equal(t, []string{"c3"}, list(f(graphserver.Metadata{"run_id": "r2", "step": 1, "parents": map[string]any{"": "c2"}})))
+		require.Equal(t, []string{"c4", "c3", "c2", "c1"}, list(f(graphserver.Metadata{"user": map[string]any{"tags": []any{"y"}}})))
+		require.Equal(t, []string{"c4"}, list(f(graphserver.Metadata{"note": nil})))
+		require.Equal(t, []string{"c3"}, list(f(graphserver.Metadata{"writes": map[string]any{"bot": nil}})))
+		require.Equal(t, []string{"c1"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"thread_id": "t1"}, Before: "c2"}))
+		require.Equal(t, []string{"c4"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"thread_id": "t1"}, Limit: 1}))
+		require.Equal(t, []string{}, list(f(graphserver.Metadata{"graph_id": "g", "source": "fork"})))
+	})
+
+	t.Run("CopyPruneDeleteWithChains", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A chain with a fork and shared metadata, on the root and a
+		// subgraph namespace.
+		meta := func(step int) graphserver.Metadata {
+			return graphserver.Metadata{"graph_id": "g", "run_id": "r1", "step": float64(step)}
+		}
+		for _, ns := range []string{"", "sub:1"} {
+			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c1", RunID: "r1", Metadata: meta(1),
+				Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `[1]`)}})
+			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c2", Parent: "c1", RunID: "r1", Metadata: meta(2),
+				Versions: map[string]string{"m": "2"}, Blobs: []graphserver.ChannelBlob{blob("m", "2", "1", `[2]`)}})
+			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c3", Parent: "c2", RunID: "r1", Metadata: meta(3),
+				Versions: map[string]string{"m": "3"}, Blobs: []graphserver.ChannelBlob{blob("m", "3", "2", `[3]`)}})
+			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c4", Parent: "c2", RunID: "r1", Metadata: meta(4),
+				Versions: map[string]string{"m": "4"}, Blobs: []graphserver.ChannelBlob{blob("m", "4", "2", `[4]`)}})
+		}
+		want := map[string]string{"c1": `[1]`, "c2": `[1,2]`, "c3": `[1,2,3]`, "c4": `[1,2,4]`}
+		check := func(thread string, ids ...string) {
+			t.Helper()
+			for _, ns := range []string{"", "sub:1"} {
+				all, err := b.st.ListCheckpoints(b.ctx, thread, graphserver.CheckpointListOptions{NS: ns})
+				require.NoError(t, err)
+				require.Len(t, all, len(ids))
+				for _, c := range all {
+					requireValues(t, map[string]string{"m": want[c.CheckpointID]}, c.Values)
+					step, _ := strconv.Atoi(c.CheckpointID[1:])
+					require.Equal(t, meta(step), c.Metadata)
+				}
+			}
+		}
+		createThread(t, b.st, threadOpts{ID: "t0"})
+		_, err := b.st.CopyThread(b.ctx, "t1", "t2", at(5), nil)
+		require.NoError(t, err)
+		_, err = b.st.CopyThread(b.ctx, "t0", "t3", at(5), nil) // no checkpoints
+		require.NoError(t, err)
+		check("t2", "c4", "c3", "c2", "c1")
+
+		// The copy's chains grow on their own.
+		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c5", Parent: "c3", RunID: "r1", Metadata: meta(5),
+			Versions: map[string]string{"m": "5"}, Blobs: []graphserver.ChannelBlob{blob("m", "5", "3", `[5]`)}})
+		got, err := b.st.GetCheckpoint(b.ctx, "t2", "", "")
+		require.NoError(t, err)
+		requireValues(t, map[string]string{"m": `[1,2,3,5]`}, got.Values)
+		_, err = b.st.GetCheckpoint(b.ctx, "t1", "", "c5")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		check("t1", "c4", "c3", "c2", "c1")
+
+		// keep_latest keeps c4 with its value and metadata, and new
+		// deltas build on it.
+		n, err := b.st.PruneThreads(b.ctx, []string{"t1"}, graphserver.PruneKeepLatest, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		all, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"c4"}, checkpointIDs(all))
+		require.Equal(t, "", all[0].ParentCheckpointID)
+		require.Equal(t, meta(4), all[0].Metadata)
+		requireValues(t, map[string]string{"m": `[1,2,4]`}, all[0].Values)
+		_, err = b.st.GetCheckpoint(b.ctx, "t1", "sub:1", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c6", Parent: "c4", RunID: "r2", Metadata: graphserver.Metadata{"graph_id": "g", "run_id": "r2"},
+			Versions: map[string]string{"m": "6"}, Blobs: []graphserver.ChannelBlob{blob("m", "6", "4", `[6]`)}})
+		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "")
+		require.NoError(t, err)
+		requireValues(t, map[string]string{"m": `[1,2,4,6]`}, got.Values)
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"graph_id": "g"}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"c6", "c4"}, checkpointIDs(list))
+
+		// Deleting a thread deletes its checkpoints; a new thread with
+		// the same id starts empty.
+		require.NoError(t, b.st.DeleteThread(b.ctx, "t2", nil))
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		_, err = b.st.GetCheckpoint(b.ctx, "t2", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		list, err = b.st.ListCheckpoints(b.ctx, "t2", graphserver.CheckpointListOptions{NS: "sub:1"})
+		require.NoError(t, err)
+		require.Empty(t, list)
+		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c1", Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `["new"]`)}})
+		got, err = b.st.GetCheckpoint(b.ctx, "t2", "", "")
+		require.NoError(t, err)
+		requireValues(t, map[string]string{"m": `["new"]`}, got.Values)
+		require.Empty(t, got.Metadata)
 	})
 
 	t.Run("Invalid", func(t *testing.T) {

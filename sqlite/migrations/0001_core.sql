@@ -62,43 +62,78 @@ CREATE INDEX threads_updated_at ON threads (updated_at, thread_id);
 CREATE INDEX threads_state_updated_at ON threads (state_updated_at, thread_id);
 CREATE INDEX threads_ttl_expires_at ON threads (ttl_expires_at) WHERE ttl_expires_at IS NOT NULL;
 
--- Checkpoint tables are WITHOUT ROWID: the primary key is the table itself,
--- so the long text keys are stored once, not again in a separate index.
+-- Checkpoint storage. A thread's checkpoint rows are keyed by a small
+-- integer (tid, from checkpoint_threads) instead of its text id, and the
+-- tables are WITHOUT ROWID: the primary key is the table itself, so keys
+-- are stored once, not again in a separate index. Deleting a thread
+-- cascades through checkpoint_threads to every other checkpoint table.
+CREATE TABLE checkpoint_threads (
+    tid       INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL UNIQUE REFERENCES threads (thread_id) ON DELETE CASCADE
+);
+
+-- The part of checkpoint metadata that does not vary from one checkpoint to
+-- the next (graph_id, assistant_id, thread_id, user_id, run metadata, ...)
+-- is stored once per distinct value and thread, numbered by mid.
+CREATE TABLE checkpoint_metadata (
+    tid  INTEGER NOT NULL REFERENCES checkpoint_threads (tid) ON DELETE CASCADE,
+    mid  INTEGER NOT NULL,
+    json TEXT NOT NULL, -- JSON object
+    PRIMARY KEY (tid, mid),
+    UNIQUE (tid, json)
+) WITHOUT ROWID;
+
+-- Checkpoint ids (checkpoint_id, parent_checkpoint_id, checkpoint_id in
+-- checkpoint_writes) and run_id that are canonical lower-case UUIDs are
+-- stored as their 16 bytes (a BLOB); any other id is TEXT. UUIDv7 bytes sort
+-- like their text, so the greatest id in a namespace is the latest (a BLOB
+-- sorts after any TEXT: don't mix UUID and other ids in one namespace).
+-- '' = no parent / no run. created_at is NULL when it equals the millisecond
+-- time in a UUIDv7 checkpoint_id (the engine's ids), a timestamp otherwise.
 --
--- Checkpoint ids (checkpoint_id, parent_checkpoint_id, and checkpoint_id in
--- checkpoint_writes) that are canonical lower-case UUIDs are stored as their
--- 16 bytes (a BLOB); any other id is TEXT. UUIDv7 bytes sort like their text,
--- so the greatest id in a namespace is the latest (a BLOB sorts after any
--- TEXT: don't mix UUID and other ids in one namespace). '' = no parent.
--- created_at is NULL when it equals the millisecond time in a UUIDv7
--- checkpoint_id (the engine's ids), a timestamp otherwise.
+-- A checkpoint's metadata is json_object(metadata) + checkpoint_metadata
+-- row shared_metadata (0 = none) + {"run_id": run_id} when
+-- metadata_run_id = 1; the three parts have distinct keys. metadata holds
+-- the keys that change with every checkpoint (source, step, parents,
+-- writes).
+--
+-- channels maps each channel to [version, chain, seq], the blob row holding
+-- its value (see checkpoint_blobs), or to [version] when no blob is stored.
 CREATE TABLE checkpoints (
-    thread_id            TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+    tid                  INTEGER NOT NULL REFERENCES checkpoint_threads (tid) ON DELETE CASCADE,
     checkpoint_ns        TEXT NOT NULL DEFAULT '',
     checkpoint_id        BLOB NOT NULL,
     parent_checkpoint_id BLOB NOT NULL DEFAULT '',
-    run_id               TEXT NOT NULL DEFAULT '',
+    run_id               BLOB NOT NULL DEFAULT '',
     created_at           TEXT,
     metadata             TEXT NOT NULL DEFAULT '{}',
-    channel_versions     TEXT NOT NULL DEFAULT '{}', -- JSON: channel -> version
+    shared_metadata      INTEGER NOT NULL DEFAULT 0,
+    metadata_run_id      INTEGER NOT NULL DEFAULT 0,
+    channels             TEXT NOT NULL DEFAULT '{}',
     body                 TEXT NOT NULL DEFAULT 'null', -- engine-owned JSON
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+    PRIMARY KEY (tid, checkpoint_ns, checkpoint_id)
 ) WITHOUT ROWID;
 
--- A blob with base <> '' holds the array elements appended to version base
--- of the same channel; base = '' means data is the whole value.
+-- Channel values as append chains. A chain is numbered per (tid, namespace,
+-- channel); its rows are numbered by seq from 0. The value at (chain, seq)
+-- is the array concatenation, in seq order, of the chain's rows 0..seq,
+-- where row 0 is either a whole value (link_chain NULL) or an array
+-- appended to the value at (link_chain, link_seq) of the same channel (a
+-- fork). Reading a value is one range scan per chain on the primary key.
 CREATE TABLE checkpoint_blobs (
-    thread_id     TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+    tid           INTEGER NOT NULL REFERENCES checkpoint_threads (tid) ON DELETE CASCADE,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
     channel       TEXT NOT NULL,
-    version       TEXT NOT NULL,
-    base          TEXT NOT NULL DEFAULT '',
+    chain         INTEGER NOT NULL,
+    seq           INTEGER NOT NULL,
+    link_chain    INTEGER,
+    link_seq      INTEGER,
     data          TEXT NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+    PRIMARY KEY (tid, checkpoint_ns, channel, chain, seq)
 ) WITHOUT ROWID;
 
 CREATE TABLE checkpoint_writes (
-    thread_id     TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+    tid           INTEGER NOT NULL REFERENCES checkpoint_threads (tid) ON DELETE CASCADE,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
     checkpoint_id BLOB NOT NULL,
     task_id       TEXT NOT NULL,
@@ -106,5 +141,5 @@ CREATE TABLE checkpoint_writes (
     idx           INTEGER NOT NULL,
     channel       TEXT NOT NULL,
     value         TEXT NOT NULL,
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+    PRIMARY KEY (tid, checkpoint_ns, checkpoint_id, task_id, idx)
 ) WITHOUT ROWID;
