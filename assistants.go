@@ -221,7 +221,12 @@ func (s *Server) DeleteAssistant(ctx context.Context, id string, deleteThreads b
 	if err != nil {
 		return err
 	}
-	return s.storage.DeleteAssistant(ctx, id, deleteThreads, filter)
+	if !deleteThreads {
+		return s.storage.DeleteAssistant(ctx, id, false, filter)
+	}
+	// The threads deleted are not known beforehand: their runs are stopped
+	// and their streams ended after the deletion.
+	return s.deleteThreads(ctx, nil, func() error { return s.storage.DeleteAssistant(ctx, id, true, filter) })
 }
 
 // SearchAssistants returns one page of the assistants matching q, sorted by

@@ -4,27 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// eventLog is the append-only event log of one run. Any number of readers
-// follow it by position; nobody consumes events, so readers never steal
-// events from each other. It is safe for concurrent use.
+// eventLog is the append-only event log of one run in this process. Any
+// number of readers follow it by position; nobody consumes events, so
+// readers never steal events from each other. It is safe for concurrent use.
+//
+// A log is live while an execution of the run in this process (one attempt)
+// appends to it (attached). A log created with the run but not attached yet
+// may never be: another process may execute the run, so readers of an
+// unattached log also watch storage.
 type eventLog struct {
 	runID     string
 	threadID  string
 	resumable bool
 
-	mu      sync.Mutex
-	events  []StreamEvent
-	done    bool
-	wake    chan struct{} // closed and replaced on every change
-	output  json.RawMessage
-	status  string    // final run status once done ("" when the run was released)
-	expires time.Time // when the log may be dropped; zero while the run lives
+	mu       sync.Mutex
+	events   []StreamEvent
+	done     bool
+	attached bool          // an execution in this process appends to it
+	released bool          // ended without an outcome: its execution gave the run up
+	wake     chan struct{} // closed and replaced on every change
+	output   json.RawMessage
+	status   string    // final run status once done ("" for a rollback)
+	expires  time.Time // when the log may be dropped; zero while the run lives
 }
 
 func newEventLog(runID, threadID string, resumable bool) *eventLog {
@@ -39,6 +47,11 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 		return
 	}
 	l.events = append(l.events, StreamEvent{ID: strconv.Itoa(len(l.events)), Event: event, Data: data})
+	l.changed()
+}
+
+// changed wakes the readers; l.mu is held.
+func (l *eventLog) changed() {
 	close(l.wake)
 	l.wake = make(chan struct{})
 }
@@ -51,8 +64,33 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 		return
 	}
 	l.done, l.status, l.output, l.expires = true, status, output, expires
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.changed()
+}
+
+// release ends the log without an outcome: the execution appending to it
+// gave the run up (server closing, lease lost), and a later attempt, here or
+// elsewhere, will run it.
+func (l *eventLog) release(expires time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return
+	}
+	l.done, l.released, l.expires = true, true, expires
+	l.changed()
+}
+
+// attach marks the log as appended to by an execution. It reports false
+// when the log ended or another execution holds it.
+func (l *eventLog) attach() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done || l.attached {
+		return false
+	}
+	l.attached = true
+	l.changed()
+	return true
 }
 
 // read returns the events from position from on, whether the log has ended,
@@ -67,23 +105,17 @@ func (l *eventLog) read(from int) ([]StreamEvent, bool, <-chan struct{}) {
 	return evs, l.done, l.wake
 }
 
-// result waits until the log ends and returns the final status and output.
-func (l *eventLog) result(ctx context.Context, closing <-chan struct{}) (string, json.RawMessage, bool, error) {
-	for {
-		l.mu.Lock()
-		done, status, output, wake := l.done, l.status, l.output, l.wake
-		l.mu.Unlock()
-		if done {
-			return status, output, true, nil
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return "", nil, false, context.Cause(ctx)
-		case <-closing:
-			return "", nil, false, ErrServerClosed
-		}
-	}
+// logState is a snapshot of a log's state.
+type logState struct {
+	done, released, attached bool
+	output                   json.RawMessage
+	wake                     <-chan struct{}
+}
+
+func (l *eventLog) state() logState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return logState{done: l.done, released: l.released, attached: l.attached, output: l.output, wake: l.wake}
 }
 
 // parseLastEventID returns the log position after id: "", "-1" and "-" mean
@@ -97,6 +129,12 @@ func parseLastEventID(id string) int {
 	return n + 1
 }
 
+// ErrRunReleased ends a run's stream when the execution it followed gave
+// the run up without an outcome (the server closing, or its lease lost): the
+// run goes on in a later attempt, here or in another process. Join the run
+// again (with the last event id) to follow it.
+var ErrRunReleased = Errorf(EUNAVAILABLE, "The run was released by its worker; join it again to follow its next attempt.")
+
 // RunStream follows one run's events. Create it with StreamRun or
 // JoinRunStream. It is owned by one consumer.
 type RunStream struct {
@@ -104,49 +142,150 @@ type RunStream struct {
 	Run *Run
 
 	s            *Server
-	log          *eventLog // nil: the run ended and its log is gone
+	log          *eventLog // the run's log in this process when opened, if any
 	from         int
 	modes        []string // filter on base mode; nil = all
 	cancelOnDrop bool
+}
+
+// follower tracks which log of a run a reader follows: the run's log in this
+// process while one is live, else storage (polled every poll interval) for
+// a run executed elsewhere, or ended with its log gone.
+type follower struct {
+	s     *Server
+	runID string
+	log   *eventLog
+	stale *eventLog // a log found released: storage is followed instead
+	tick  *time.Ticker
+}
+
+// current returns the log to follow (nil: follow storage) and a channel
+// closed when the run's log in this process changes.
+func (f *follower) current() (*eventLog, <-chan struct{}) {
+	cur, changed := f.s.rq.logs.watch(f.runID)
+	if f.log == nil && cur != f.stale {
+		f.log = cur
+	}
+	return f.log, changed
+}
+
+// poll returns the poll ticker's channel, starting it.
+func (f *follower) poll() <-chan time.Time {
+	if f.tick == nil {
+		f.tick = time.NewTicker(f.s.rq.pollInterval)
+	}
+	return f.tick.C
+}
+
+func (f *follower) stop() {
+	if f.tick != nil {
+		f.tick.Stop()
+	}
 }
 
 // Events returns the run's events: those already logged after the stream's
 // starting point, then live ones, until the run ends, ctx ends or the server
 // closes. When ctx ends (or the loop stops) before the run ends and the
 // stream was opened with on_disconnect cancel / cancel_on_disconnect, the run
-// is cancelled with action interrupt. A stream whose log is gone (a finished,
-// non-resumable run) yields nothing.
+// is cancelled with action interrupt.
+//
+// A run this process does not execute (another process does, or it ended
+// and its log is gone) is followed through storage: a metadata event
+// {run_id, attempt}, then, once the run ends, an error event if it failed.
+// Such synthesized events have an empty ID. When the execution followed
+// gives the run up (server closing, lease lost), the sequence ends with
+// ErrRunReleased, or ErrServerClosed when the server closes.
 func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
-		if st.log == nil {
-			return
-		}
+		s := st.s
+		f := &follower{s: s, runID: st.Run.RunID, log: st.log}
+		defer f.stop()
 		pos := st.from
+		announced := false // metadata synthesized
+		sawLive := false   // an execution here was followed: its release ends the stream
+		checkNow := f.log == nil
 		for {
-			evs, done, wake := st.log.read(pos)
-			for _, ev := range evs {
-				pos++
-				if !st.pass(ev.Event) {
+			log, changed := f.current()
+			var wake <-chan struct{}
+			if log != nil {
+				evs, done, w := log.read(pos)
+				for _, ev := range evs {
+					pos++
+					if !st.pass(ev.Event) {
+						continue
+					}
+					if !yield(ev, nil) {
+						st.dropped(log)
+						return
+					}
+				}
+				if len(evs) > 0 {
 					continue
 				}
-				if !yield(ev, nil) {
-					st.dropped()
+				ls := log.state()
+				switch {
+				case done && !ls.released:
+					return
+				case done:
+					if cur := s.rq.logs.get(st.Run.RunID); cur != nil && cur != log {
+						f.log = cur // the next attempt runs here: its log carries on the ids
+						continue
+					}
+					if !sawLive {
+						// Released before this stream saw it live: follow storage.
+						f.stale, f.log, checkNow = log, nil, true
+						continue
+					}
+					yield(StreamEvent{}, ErrRunReleased)
+					return
+				case ls.attached:
+					sawLive = true
+					select {
+					case <-w:
+					case <-ctx.Done():
+						st.dropped(log)
+						yield(StreamEvent{}, context.Cause(ctx))
+						return
+					case <-s.lifetime.Done():
+						yield(StreamEvent{}, ErrServerClosed)
+						return
+					}
+					continue
+				}
+				wake = w
+			} else if !announced && pos == st.from {
+				announced = true
+				attempt := max(st.Run.Attempt, 1)
+				if !yield(StreamEvent{Event: "metadata", Data: marshalOutput(map[string]any{"run_id": st.Run.RunID, "attempt": attempt})}, nil) {
+					st.dropped(nil)
 					return
 				}
 			}
-			if len(evs) > 0 {
-				continue
-			}
-			if done {
-				return
+			// Not executed here (yet): watch storage too.
+			if checkNow {
+				checkNow = false
+				ended, errData, err := s.runEnded(ctx, st.Run.ThreadID, st.Run.RunID)
+				if err != nil {
+					yield(StreamEvent{}, err)
+					return
+				}
+				if ended {
+					if errData != nil {
+						yield(StreamEvent{Event: "error", Data: errData}, nil)
+					}
+					return
+				}
 			}
 			select {
 			case <-wake:
+			case <-changed:
+			case <-f.poll():
+				checkNow = true
 			case <-ctx.Done():
-				st.dropped()
+				st.dropped(log)
 				yield(StreamEvent{}, context.Cause(ctx))
 				return
-			case <-st.s.lifetime.Done():
+			case <-s.lifetime.Done():
 				yield(StreamEvent{}, ErrServerClosed)
 				return
 			}
@@ -155,12 +294,14 @@ func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 }
 
 // dropped cancels the run when the consumer left early and asked for it.
-func (st *RunStream) dropped() {
-	if !st.cancelOnDrop || st.log == nil {
+func (st *RunStream) dropped(log *eventLog) {
+	if !st.cancelOnDrop {
 		return
 	}
-	if _, done, _ := st.log.read(0); done {
-		return
+	if log != nil {
+		if ls := log.state(); ls.done && !ls.released {
+			return
+		}
 	}
 	ctx := context.WithoutCancel(st.s.lifetime)
 	if err := st.s.CancelRun(ctx, st.Run.ThreadID, st.Run.RunID, CancelInterrupt); err != nil && ErrorCode(err) != ENOTFOUND {
@@ -170,21 +311,64 @@ func (st *RunStream) dropped() {
 
 // Wait blocks until the run ends and returns its final output (§2.8 of the
 // wire contract): the last values, the interrupt chunk, or
-// {"__error__": {...}}. When ctx ends first it returns ctx's cause, after
+// {"__error__": {...}}. A run this process does not execute is awaited
+// through storage. When ctx ends first it returns ctx's cause, after
 // cancelling the run if the stream was opened with on_disconnect cancel.
 func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
-	if st.log == nil {
-		return st.s.finishedOutput(ctx, st.Run.ThreadID, st.Run.RunID)
+	s := st.s
+	f := &follower{s: s, runID: st.Run.RunID, log: st.log}
+	defer f.stop()
+	checkNow := f.log == nil
+	for {
+		log, changed := f.current()
+		var wake <-chan struct{}
+		if log != nil {
+			ls := log.state()
+			switch {
+			case ls.done && !ls.released && ls.output != nil:
+				return ls.output, nil
+			case ls.done && !ls.released:
+				return s.finishedOutput(ctx, st.Run.ThreadID, st.Run.RunID)
+			case ls.done:
+				if cur := s.rq.logs.get(st.Run.RunID); cur != nil && cur != log {
+					f.log = cur
+					continue
+				}
+				// Released: a later attempt, maybe elsewhere, ends the run.
+				f.stale, f.log, checkNow = log, nil, true
+				continue
+			case ls.attached:
+				select {
+				case <-ls.wake:
+				case <-ctx.Done():
+					st.dropped(log)
+					return nil, context.Cause(ctx)
+				case <-s.lifetime.Done():
+					return nil, ErrServerClosed
+				}
+				continue
+			}
+			wake = ls.wake
+		}
+		if checkNow {
+			checkNow = false
+			out, ended, err := s.runOutput(ctx, st.Run.ThreadID, st.Run.RunID)
+			if err != nil || ended {
+				return out, err
+			}
+		}
+		select {
+		case <-wake:
+		case <-changed:
+		case <-f.poll():
+			checkNow = true
+		case <-ctx.Done():
+			st.dropped(log)
+			return nil, context.Cause(ctx)
+		case <-s.lifetime.Done():
+			return nil, ErrServerClosed
+		}
 	}
-	_, out, ok, err := st.log.result(ctx, st.s.lifetime.Done())
-	if err != nil {
-		st.dropped()
-		return nil, err
-	}
-	if !ok || out == nil {
-		return st.s.finishedOutput(ctx, st.Run.ThreadID, st.Run.RunID)
-	}
-	return out, nil
 }
 
 // pass applies the join-stream mode filter.
@@ -208,8 +392,9 @@ func (st *RunStream) pass(event string) bool {
 
 // logRegistry holds the event logs of the runs of this process.
 type logRegistry struct {
-	mu   sync.Mutex
-	logs map[string]*eventLog
+	mu      sync.Mutex
+	logs    map[string]*eventLog
+	changes chan struct{} // closed and replaced when a log is added or replaced
 }
 
 func (r *logRegistry) get(runID string) *eventLog {
@@ -218,7 +403,26 @@ func (r *logRegistry) get(runID string) *eventLog {
 	return r.logs[runID]
 }
 
-// open returns the log of a run, creating it.
+// watch returns the log of a run (nil if none) and a channel closed when
+// the registry next adds or replaces a log.
+func (r *logRegistry) watch(runID string) (*eventLog, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changes == nil {
+		r.changes = make(chan struct{})
+	}
+	return r.logs[runID], r.changes
+}
+
+// notify wakes watchers; r.mu is held.
+func (r *logRegistry) notify() {
+	if r.changes != nil {
+		close(r.changes)
+	}
+	r.changes = make(chan struct{})
+}
+
+// open returns the log of a new run, creating it.
 func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -227,7 +431,46 @@ func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
 	}
 	l := newEventLog(runID, threadID, resumable)
 	r.logs[runID] = l
+	r.notify()
 	return l
+}
+
+// attach returns the log an execution (one attempt) of a run appends to:
+// the run's log when no execution holds it yet, else a new log that carries
+// over the events logged so far, so event ids keep growing across attempts
+// (a reader resuming after an id of an earlier attempt misses nothing). A
+// log still held by a stale execution of an earlier attempt is released.
+func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.logs[runID]
+	if old != nil && old.attach() {
+		return old
+	}
+	l := newEventLog(runID, threadID, resumable)
+	l.attached = true
+	if old != nil {
+		old.mu.Lock()
+		l.events = slices.Clone(old.events)
+		old.mu.Unlock()
+		old.release(time.Now())
+	}
+	r.logs[runID] = l
+	r.notify()
+	return l
+}
+
+// live returns the logs that have not ended.
+func (r *logRegistry) live() []*eventLog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*eventLog
+	for _, l := range r.logs {
+		if !l.state().done {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // prune drops the logs that expired before now.

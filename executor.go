@@ -64,10 +64,11 @@ func modeOf(event string) string {
 
 // execute runs one claimed run to its end: it emits the metadata event,
 // runs the graph under a renewed lease, then records the outcome.
-func (q *runQueue) execute(qr *QueuedRun) {
+// token is the lease owner token of the claim.
+func (q *runQueue) execute(qr *QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
-	log := q.logs.open(run.RunID, run.ThreadID, run.Kwargs.Resumable)
+	log := q.logs.attach(run.RunID, run.ThreadID, run.Kwargs.Resumable)
 	if evs, _, _ := log.read(0); qr.Attempt > 1 || len(evs) == 0 {
 		log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
 	}
@@ -85,17 +86,17 @@ func (q *runQueue) execute(qr *QueuedRun) {
 
 	stopRenew := make(chan struct{})
 	var renew sync.WaitGroup
-	renew.Go(func() { q.renewLease(ctx, run.RunID, cancel, stopRenew) })
+	renew.Go(func() { q.renewLease(ctx, run.RunID, token, cancel, stopRenew) })
 	startedAt := s.clock()
 	out := q.runGraph(ctx, run, log)
 	close(stopRenew)
 	renew.Wait()
-	q.finish(ctx, run, out, startedAt, log)
+	q.finish(ctx, run, out, startedAt, log, token)
 }
 
 // renewLease extends the run's lease until stop closes, and cancels the run
 // when a cancellation was recorded in storage or the lease was lost.
-func (q *runQueue) renewLease(ctx context.Context, runID string, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+func (q *runQueue) renewLease(ctx context.Context, runID, token string, cancel context.CancelCauseFunc, stop <-chan struct{}) {
 	tick := time.NewTicker(max(q.lease/3, time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -106,7 +107,7 @@ func (q *runQueue) renewLease(ctx context.Context, runID string, cancel context.
 			return
 		case <-tick.C:
 		}
-		action, err := q.storage.RenewRunLease(ctx, runID, q.owner, q.s.clock().Add(q.lease))
+		action, err := q.storage.RenewRunLease(ctx, runID, token, q.s.clock().Add(q.lease))
 		switch {
 		case ErrorCode(err) == ENOTFOUND:
 			cancel(errLeaseLost)
@@ -286,22 +287,22 @@ func (q *runQueue) runErrorJSON(runID string, err error) json.RawMessage {
 
 // finish records the outcome of a run: storage (run status, thread summary,
 // webhook outbox) in one transaction, then the end of its event log.
-func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, startedAt time.Time, log *eventLog) {
+func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, startedAt time.Time, log *eventLog, token string) {
 	s := q.s
 	bg := context.WithoutCancel(ctx)
 	now := s.clock()
 	if out.status == "" && !out.rollback {
-		// Released: the server is closing or another worker took the run over.
+		// Released: the server is closing or another claim took the run over.
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed) {
-			if err := q.storage.ReleaseRun(bg, run.RunID, q.owner, now); err != nil && ErrorCode(err) != ENOTFOUND {
+			if err := q.storage.ReleaseRun(bg, run.RunID, token, now); err != nil && ErrorCode(err) != ENOTFOUND {
 				s.logger.Error("release run", "run_id", run.RunID, "err", err)
 			}
 		}
-		log.finish("", nil, now.Add(q.logTTL(log)))
+		log.release(now.Add(q.logTTL(log)))
 		return
 	}
 
-	f := &RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: q.owner, Status: out.status,
+	f := &RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: token, Status: out.status,
 		Delete: out.rollback, DeleteThread: run.Kwargs.Temporary, Now: now}
 	var errJSON json.RawMessage
 	if out.err != nil {
@@ -330,10 +331,12 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		f.Webhook = q.hooks.delivery(run, out, startedAt, now, errJSON)
 	}
 	if err := q.storage.FinishRun(bg, f); err != nil {
+		// Not recorded: another claim holds the run (or it is gone, or
+		// storage failed and the sweep gives it another attempt).
 		if ErrorCode(err) != ENOTFOUND {
 			s.logger.Error("finish run", "run_id", run.RunID, "err", err)
 		}
-		log.finish("", nil, now.Add(q.logTTL(log)))
+		log.release(now.Add(q.logTTL(log)))
 		return
 	}
 	if errJSON != nil {

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,7 +40,8 @@ type runQueue struct {
 	s       *Server
 	storage RunStorage // nil when the driver has no runs
 
-	owner            string
+	owner            string        // this process; leases are held by claim tokens (claimToken)
+	claims           atomic.Uint64 // claims made, for claim tokens
 	workers          int
 	lease            time.Duration
 	maxAttempts      int
@@ -145,13 +148,13 @@ func (q *runQueue) acquireSlot() bool {
 func (q *runQueue) releaseSlot() { <-q.slots }
 
 // startClaimed executes a run claimed at creation in the slot taken for it.
-func (q *runQueue) startClaimed(qr *QueuedRun) {
+func (q *runQueue) startClaimed(qr *QueuedRun, token string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.accepting {
 		// The server began closing since the slot was taken: give the run
 		// back to the queue for the next start.
-		if err := q.storage.ReleaseRun(context.WithoutCancel(q.s.lifetime), qr.Run.RunID, q.owner, q.s.clock()); err != nil {
+		if err := q.storage.ReleaseRun(context.WithoutCancel(q.s.lifetime), qr.Run.RunID, token, q.s.clock()); err != nil {
 			q.s.logger.Error("release run", "run_id", qr.Run.RunID, "err", err)
 		}
 		q.releaseSlot()
@@ -161,8 +164,16 @@ func (q *runQueue) startClaimed(qr *QueuedRun) {
 	// this Go happens before that Wait.
 	q.s.wg.Go(func() {
 		defer q.releaseSlot()
-		q.execute(qr)
+		q.execute(qr, token)
 	})
+}
+
+// claimToken returns a new lease owner token: the process's owner id and a
+// claim counter. Each claim holds its own token, so that after a lapsed
+// lease a stale execution of an earlier attempt can neither renew nor
+// finish the run that a later claim (even of this process) holds.
+func (q *runQueue) claimToken() string {
+	return q.owner + "/" + strconv.FormatUint(q.claims.Add(1), 10)
 }
 
 // signal wakes the dispatcher: a run may be claimable.
@@ -223,14 +234,15 @@ func (q *runQueue) dispatch(ctx context.Context) {
 		default:
 		}
 		now := s.clock()
-		qr, err := q.storage.ClaimRun(ctx, q.owner, now, now.Add(q.lease))
+		token := q.claimToken()
+		qr, err := q.storage.ClaimRun(ctx, token, now, now.Add(q.lease))
 		if err != nil && ctx.Err() == nil {
 			s.logger.Error("claim run", "err", err)
 		}
 		if qr != nil {
 			s.wg.Go(func() {
 				defer func() { <-slots }()
-				q.execute(qr)
+				q.execute(qr, token)
 			})
 			continue
 		}
@@ -272,6 +284,13 @@ func (q *runQueue) maintain(ctx context.Context) {
 			}
 			for _, r := range swept {
 				s.logger.Warn("recovered run with expired lease", "run_id", r.RunID, "status", r.Status)
+				if r.Status == RunInterrupted || r.Status == "" {
+					// Cancelled (interrupt or rollback): the thread's state is
+					// its latest remaining checkpoint, as after a normal finish.
+					if err := s.resummarize(ctx, r.ThreadID); err != nil && ErrorCode(err) != ENOTFOUND && ctx.Err() == nil {
+						s.logger.Error("refresh thread after sweep", "thread_id", r.ThreadID, "err", err)
+					}
+				}
 				if r.Status != RunPending {
 					if l := q.logs.get(r.RunID); l != nil {
 						l.finish(r.Status, nil, now.Add(q.logTTL(l)))

@@ -45,6 +45,10 @@ type Run struct {
 	Metadata          Metadata  `json:"metadata"`
 	MultitaskStrategy string    `json:"multitask_strategy"`
 	Kwargs            RunKwargs `json:"kwargs"`
+
+	// Attempt counts the times the run was claimed (0 while it never ran).
+	// Not on the wire; GetRun fills it.
+	Attempt int `json:"-"`
 }
 
 // RunKwargs is the execution record of a run, returned verbatim on the wire.
@@ -641,8 +645,10 @@ func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawM
 
 // JoinRunStream returns a stream of a run's events after opts.LastEventID
 // (from the start when empty or -1), then live ones until the run ends. A
-// finished run whose log is gone gives an empty stream. ENOTFOUND when the
-// run does not exist; EINVALID for an unknown stream mode.
+// run executed by another process, or finished with its log gone, is
+// followed through storage: metadata, then an error event if it failed (see
+// RunStream.Events). ENOTFOUND when the run does not exist; EINVALID for an
+// unknown stream mode.
 func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts JoinStreamOptions) (*RunStream, error) {
 	for _, m := range opts.StreamMode {
 		if !slices.Contains(StreamModesAll, m) {
@@ -660,9 +666,10 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 		run = &Run{RunID: runID, ThreadID: log.threadID}
 	} else if run, err = s.GetRun(ctx, threadID, runID); err != nil {
 		return nil, err
-	}
-	if log == nil && (run.Status == RunPending || run.Status == RunRunning) {
-		log = s.rq.logs.open(runID, run.ThreadID, run.Kwargs.Resumable)
+	} else {
+		// Only the executing process's log is live: without one here, the
+		// stream follows storage (and picks up a log this process opens).
+		log = nil
 	}
 	return &RunStream{
 		Run: run, s: s, log: log,
@@ -676,33 +683,12 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 // thread's values, or its error. It waits (polling storage) while the run is
 // still active, which happens when another process runs it.
 func (s *Server) finishedOutput(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
-	rs, err := s.runStorage()
-	if err != nil {
-		return nil, err
-	}
 	tick := time.NewTicker(s.rq.pollInterval)
 	defer tick.Stop()
 	for {
-		run, err := rs.GetRun(ctx, threadID, runID, nil)
-		if ErrorCode(err) == ENOTFOUND {
-			return json.RawMessage(`{}`), nil
-		} else if err != nil {
-			return nil, err
-		}
-		if run.Status != RunPending && run.Status != RunRunning {
-			th, err := s.storage.GetThread(ctx, run.ThreadID, nil)
-			if ErrorCode(err) == ENOTFOUND {
-				return json.RawMessage(`{}`), nil
-			} else if err != nil {
-				return nil, err
-			}
-			if (run.Status == RunError || run.Status == RunTimeout) && len(th.Error) > 0 && string(th.Error) != "null" {
-				return marshalOutput(map[string]json.RawMessage{"__error__": th.Error}), nil
-			}
-			if len(th.Values) == 0 || string(th.Values) == "null" {
-				return json.RawMessage(`{}`), nil
-			}
-			return th.Values, nil
+		out, ended, err := s.runOutput(ctx, threadID, runID)
+		if err != nil || ended {
+			return out, err
 		}
 		select {
 		case <-tick.C:
@@ -712,6 +698,65 @@ func (s *Server) finishedOutput(ctx context.Context, threadID, runID string) (js
 			return nil, ErrServerClosed
 		}
 	}
+}
+
+// runOutput reads a run from storage; once it ended (or is gone) it returns
+// its final output read from the thread: {"__error__": ...} for a failed
+// run, else the thread's values ({} when none).
+func (s *Server) runOutput(ctx context.Context, threadID, runID string) (json.RawMessage, bool, error) {
+	run, th, err := s.endedRun(ctx, threadID, runID)
+	if err != nil || run == nil {
+		return nil, false, err
+	}
+	if th == nil {
+		return json.RawMessage(`{}`), true, nil
+	}
+	if (run.Status == RunError || run.Status == RunTimeout) && len(th.Error) > 0 && string(th.Error) != "null" {
+		return marshalOutput(map[string]json.RawMessage{"__error__": th.Error}), true, nil
+	}
+	if len(th.Values) == 0 || string(th.Values) == "null" {
+		return json.RawMessage(`{}`), true, nil
+	}
+	return th.Values, true, nil
+}
+
+// runEnded reads a run from storage and reports whether it ended (or is
+// gone), with the data of its error event when it failed.
+func (s *Server) runEnded(ctx context.Context, threadID, runID string) (bool, json.RawMessage, error) {
+	run, th, err := s.endedRun(ctx, threadID, runID)
+	if err != nil || run == nil {
+		return false, nil, err
+	}
+	if th != nil && (run.Status == RunError || run.Status == RunTimeout) && len(th.Error) > 0 && string(th.Error) != "null" {
+		return true, th.Error, nil
+	}
+	return true, nil, nil
+}
+
+// endedRun returns the run and its thread once the run is no longer pending
+// or running; nil, nil while it is. A run that is gone returns an empty run
+// and a nil thread.
+func (s *Server) endedRun(ctx context.Context, threadID, runID string) (*Run, *Thread, error) {
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := rs.GetRun(ctx, threadID, runID, nil)
+	if ErrorCode(err) == ENOTFOUND {
+		return &Run{RunID: runID}, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if run.Status == RunPending || run.Status == RunRunning {
+		return nil, nil, nil
+	}
+	th, err := s.storage.GetThread(ctx, run.ThreadID, nil)
+	if ErrorCode(err) == ENOTFOUND {
+		return run, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return run, th, nil
 }
 
 func marshalOutput(v any) json.RawMessage {
@@ -740,6 +785,42 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 	if len(cancelled) > 0 {
 		s.rq.signal()
 	}
+}
+
+// deleteThreads deletes threads with del, stopping their runs first: runs
+// executing here are cancelled (action interrupt) before the deletion, and
+// afterwards the event logs of the runs that went with the threads end, so
+// that their streams, waits and joins return. Runs executing in another
+// process stop at their next lease renewal, which no longer finds them.
+// ids lists the threads del deletes; nil means they are not known, and
+// every live log's thread is looked up after the deletion instead.
+func (s *Server) deleteThreads(ctx context.Context, ids []string, del func() error) error {
+	gone := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+	}
+	for _, l := range s.rq.logs.live() {
+		if gone[l.threadID] {
+			s.rq.cancelLocal(l.runID, CancelInterrupt)
+		}
+	}
+	if err := del(); err != nil {
+		return err
+	}
+	now := s.clock()
+	for _, l := range s.rq.logs.live() {
+		if ids == nil {
+			_, err := s.storage.GetThread(ctx, l.threadID, nil)
+			if ErrorCode(err) != ENOTFOUND {
+				continue
+			}
+			s.rq.cancelLocal(l.runID, CancelInterrupt)
+		} else if !gone[l.threadID] {
+			continue
+		}
+		l.finish(RunInterrupted, nil, now.Add(s.rq.logTTL(l)))
+	}
+	return nil
 }
 
 // checkRunIDs canonicalises a thread id ("" allowed) and a run id ("" not
@@ -876,7 +957,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	log.append("metadata", marshalOutput(map[string]any{"run_id": runID, "attempt": 1}))
 	slot := rc.AfterSeconds == 0 && s.rq.acquireSlot()
 	if slot {
-		ins.Owner, ins.LeaseUntil = s.rq.owner, now.Add(s.rq.lease)
+		ins.Owner, ins.LeaseUntil = s.rq.claimToken(), now.Add(s.rq.lease)
 	}
 	res, err := rs.CreateRun(ctx, run, ins)
 	if err != nil {
@@ -891,7 +972,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	case res.Claimed:
 		claimed := *run
 		claimed.Status = RunRunning
-		s.rq.startClaimed(&QueuedRun{Run: &claimed, Attempt: 1})
+		s.rq.startClaimed(&QueuedRun{Run: &claimed, Attempt: 1}, ins.Owner)
 	case slot:
 		s.rq.releaseSlot()
 		s.rq.signal()

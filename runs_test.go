@@ -315,3 +315,123 @@ func TestRunSummaries(t *testing.T) {
 		require.JSONEq(t, `{"a":1}`, string(th.Values))
 	})
 }
+
+// flakyRenew fails the lease renewals of the first claim it sees while fail
+// is set, as a storage hiccup would.
+type flakyRenew struct {
+	*sqlite.DB
+	mu        sync.Mutex
+	fail      bool
+	failOwner string
+}
+
+func (f *flakyRenew) RenewRunLease(ctx context.Context, runID, owner string, until time.Time) (string, error) {
+	f.mu.Lock()
+	if f.failOwner == "" {
+		f.failOwner = owner
+	}
+	failing := f.fail && owner == f.failOwner
+	f.mu.Unlock()
+	if failing {
+		return "", errors.New("database is locked")
+	}
+	return f.DB.RenewRunLease(ctx, runID, owner, until)
+}
+
+// TestLeasePerClaim: a run whose lease lapsed is claimed again by the same
+// process; the stale execution of the first attempt loses the run (its lease
+// token no longer matches) and the stream carries on with the second
+// attempt's events, ids still growing.
+func TestLeasePerClaim(t *testing.T) {
+	t.Parallel()
+	var flaky *flakyRenew
+	b := setupRuns(t, func(o *graphserver.Options) {
+		flaky = &flakyRenew{DB: o.Storage.(*sqlite.DB), fail: true}
+		o.Storage = flaky
+		o.LeaseDuration = 600 * time.Millisecond
+	})
+	tid := b.thread(t)
+	st, err := b.srv.StreamRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"a":1}`)})
+	require.NoError(t, err)
+	runID := st.Run.RunID
+	require.Equal(t, runID, waitStarted(t, b.block))
+	require.Equal(t, runID, waitStarted(t, b.block), "claimed again after its lease lapsed")
+	flaky.mu.Lock()
+	flaky.fail = false
+	flaky.mu.Unlock()
+	select {
+	case id := <-b.block.Stopped:
+		require.Equal(t, runID, id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stale first attempt kept running")
+	}
+	b.block.Release()
+
+	var names, ids []string
+	var attempts []float64
+	for ev, err := range st.Events(b.ctx) {
+		require.NoError(t, err)
+		names = append(names, ev.Event)
+		ids = append(ids, ev.ID)
+		if ev.Event == "metadata" {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(ev.Data, &m))
+			attempts = append(attempts, m["attempt"].(float64))
+		}
+	}
+	require.Equal(t, []string{"metadata", "values", "metadata", "values", "values"}, names)
+	require.Equal(t, []string{"0", "1", "2", "3", "4"}, ids)
+	require.Equal(t, []float64{1, 2}, attempts)
+	out, err := b.srv.JoinRun(b.ctx, tid, runID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"done":true}`, string(out))
+	run, err := b.srv.GetRun(b.ctx, tid, runID)
+	require.NoError(t, err)
+	require.Equal(t, graphserver.RunSuccess, run.Status)
+}
+
+// TestSweepCancelledRecomputes: a run cancelled while its worker was gone is
+// ended by the sweep, and the thread's status comes from its checkpoint.
+func TestSweepCancelledRecomputes(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	opts := graphserver.Options{Storage: db, Graphs: map[string]graphserver.Graph{"interrupt": graphtest.Interrupt{}}}
+	seed, err := graphserver.New(opts)
+	require.NoError(t, err)
+	require.NoError(t, seed.Start(t.Context()))
+	require.NoError(t, seed.Close(t.Context()))
+
+	srv, err := graphserver.New(opts)
+	require.NoError(t, err)
+	ctx := t.Context()
+	th, err := srv.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	run, err := srv.CreateRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "interrupt", Input: json.RawMessage(`{"q":1}`)})
+	require.NoError(t, err)
+	now := time.Now()
+	_, err = db.ClaimRun(ctx, "dead-worker", now.Add(time.Second), now.Add(-time.Second))
+	require.NoError(t, err)
+	// The dead worker got as far as an interrupt checkpoint.
+	require.NoError(t, graphtest.Interrupt{}.Run(ctx, &graphserver.GraphRun{RunID: run.RunID, ThreadID: th.ThreadID,
+		Input: json.RawMessage(`{"q":1}`), Checkpointer: db}, func(graphserver.StreamPart) {}))
+	require.NoError(t, srv.CancelRun(ctx, th.ThreadID, run.RunID, graphserver.CancelInterrupt))
+
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(ctx))) })
+	out, err := srv.JoinRun(ctx, th.ThreadID, run.RunID)
+	require.NoError(t, err)
+	require.NotEmpty(t, out)
+	require.Eventually(t, func() bool {
+		got, err := srv.GetThread(ctx, th.ThreadID)
+		return err == nil && got.Status == graphserver.ThreadInterrupted
+	}, 10*time.Second, 5*time.Millisecond)
+	got, err := srv.GetThread(ctx, th.ThreadID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"q":1}`, string(got.Values))
+	require.Len(t, got.Interrupts, 1)
+	r, err := srv.GetRun(ctx, th.ThreadID, run.RunID)
+	require.NoError(t, err)
+	require.Equal(t, graphserver.RunInterrupted, r.Status)
+}

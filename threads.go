@@ -345,7 +345,8 @@ func (s *Server) UpdateThread(ctx context.Context, id string, p ThreadPatch) (*T
 	return withoutTTL(t, nil), err
 }
 
-// DeleteThread deletes the thread with its checkpoints and runs. It returns
+// DeleteThread deletes the thread with its checkpoints and runs, cancelling
+// its runs in flight first (their streams and waits end). It returns
 // EINVALID when id is not a UUID and ENOTFOUND when the thread is missing or
 // hidden. It blocks on storage.
 func (s *Server) DeleteThread(ctx context.Context, id string) error {
@@ -357,7 +358,7 @@ func (s *Server) DeleteThread(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.storage.DeleteThread(ctx, id, filter)
+	return s.deleteThreads(ctx, []string{id}, func() error { return s.storage.DeleteThread(ctx, id, filter) })
 }
 
 // checkThreadSearch validates the filters shared by search and count:
@@ -482,7 +483,15 @@ func (s *Server) PruneThreads(ctx context.Context, p ThreadPrune) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.storage.PruneThreads(ctx, ids, p.Strategy, filter)
+	if p.Strategy != PruneDelete {
+		return s.storage.PruneThreads(ctx, ids, p.Strategy, filter)
+	}
+	var n int
+	err = s.deleteThreads(ctx, ids, func() (err error) {
+		n, err = s.storage.PruneThreads(ctx, ids, p.Strategy, filter)
+		return err
+	})
+	return n, err
 }
 
 // threadSweepBatch bounds how many expired threads one sweep handles, so a

@@ -874,3 +874,186 @@ func TestRunsRequestChecks(t *testing.T) {
 		e.call(t, "POST", "/threads/"+tid+"/runs", `{"assistant_id":"echo","after_seconds":31536000}`, 200)
 	})
 }
+
+// readAll reads an SSE body to its end (or failure), bounded in time so that
+// a stream that never ends fails the test instead of hanging it.
+func readAllSSE(t *testing.T, body io.ReadCloser) ([]sseEvent, error) {
+	t.Helper()
+	type result struct {
+		evs []sseEvent
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r := newSSEReader(body)
+		evs := r.all()
+		done <- result{evs, r.sc.Err()}
+	}()
+	select {
+	case res := <-done:
+		return res.evs, res.err
+	case <-time.After(10 * time.Second):
+		body.Close()
+		t.Fatal("stream did not end")
+		return nil, nil
+	}
+}
+
+// waitBody reads a /join or /wait body, bounded in time.
+func waitBody(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	done := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body)
+		done <- b
+	}()
+	select {
+	case b := <-done:
+		return strings.TrimSpace(string(b))
+	case <-time.After(10 * time.Second):
+		resp.Body.Close()
+		t.Fatal("wait did not return")
+		return ""
+	}
+}
+
+func TestRunsThreadDeletion(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		del  func(e *runEnv, t *testing.T, tid string)
+	}{
+		{"DeleteThread", func(e *runEnv, t *testing.T, tid string) { e.call(t, "DELETE", "/threads/"+tid, "", 204) }},
+		{"Prune", func(e *runEnv, t *testing.T, tid string) {
+			require.JSONEq(t, `{"pruned_count":1}`, e.call(t, "POST", "/threads/prune", `{"thread_ids":["`+tid+`"]}`, 200))
+		}},
+		{"DeleteAssistant", func(e *runEnv, t *testing.T, tid string) {
+			e.call(t, "DELETE", "/assistants/"+graphserver.SystemAssistantID("block")+"?delete_threads=true", "", 204)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			// /join answers its headers with the first keep-alive.
+			e := newRunEnv(t, runEnvOptions{http: httpapi.Options{HeartbeatInterval: 10 * time.Millisecond}})
+			tid := e.thread(t)
+			running := e.createRun(t, tid, `{"assistant_id":"block","input":{"a":1}}`)
+			e.started(t)
+			queued := e.createRun(t, tid, `{"assistant_id":"block","input":{"b":2}}`)
+
+			stream := e.do(t, t.Context(), "GET", "/threads/"+tid+"/runs/"+running.RunID+"/stream", "", "Last-Event-ID", "-1")
+			defer stream.Body.Close()
+			r := newSSEReader(stream.Body)
+			first, _ := r.next()
+			require.Equal(t, "metadata", first.Event)
+			join := e.do(t, t.Context(), "GET", "/threads/"+tid+"/runs/"+queued.RunID+"/join", "", "")
+			defer join.Body.Close()
+
+			c.del(e, t, tid)
+
+			select {
+			case id := <-e.block.Stopped:
+				require.Equal(t, running.RunID, id)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the running run was not cancelled")
+			}
+			_, err := readAllSSE(t, stream.Body)
+			require.NoError(t, err)
+			require.JSONEq(t, `{}`, waitBody(t, join))
+			e.call(t, "GET", "/threads/"+tid, "", 404)
+		})
+	}
+}
+
+// TestRunsOtherProcess joins runs that another process (a second Server on
+// the same database) executes or executed.
+func TestRunsOtherProcess(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) (exec, other *runEnv) {
+		t.Helper()
+		// A short lease: the executing process sees a cancellation recorded
+		// by the other one at its next renewal (every lease/3).
+		exec = newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) { o.LeaseDuration = 300 * time.Millisecond }})
+		db := exec.db
+		opts := graphserver.Options{Storage: db, PollInterval: 10 * time.Millisecond, Graphs: map[string]graphserver.Graph{
+			"echo": graphtest.Echo{}, "fail": graphtest.Fail{}, "block": graphtest.NewBlocking()}}
+		srv, err := graphserver.New(opts) // not started: it only serves joins
+		require.NoError(t, err)
+		ts := httptest.NewServer(httpapi.New(srv, httpapi.Options{HeartbeatInterval: 10 * time.Millisecond}))
+		t.Cleanup(func() {
+			ts.Close()
+			require.NoError(t, srv.Close(context.Background()))
+		})
+		return exec, &runEnv{srv: srv, db: db, ts: ts}
+	}
+	t.Run("JoinRunning", func(t *testing.T) {
+		t.Parallel()
+		exec, other := setup(t)
+		tid := exec.thread(t)
+		run := exec.createRun(t, tid, `{"assistant_id":"block","input":{"a":1}}`)
+		exec.started(t)
+		base := "/threads/" + tid + "/runs/" + run.RunID
+		stream := other.do(t, t.Context(), "GET", base+"/stream", "", "Last-Event-ID", "-1")
+		defer stream.Body.Close()
+		r := newSSEReader(stream.Body)
+		first, _ := r.next()
+		require.Equal(t, "metadata", first.Event)
+		require.JSONEq(t, `{"run_id":"`+run.RunID+`","attempt":1}`, first.Data)
+		join := other.do(t, t.Context(), "GET", base+"/join", "", "")
+		defer join.Body.Close()
+
+		exec.block.Release()
+		require.JSONEq(t, `{"done":true}`, waitBody(t, join))
+		rest, err := readAllSSE(t, stream.Body)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+	t.Run("CancelWait", func(t *testing.T) {
+		t.Parallel()
+		exec, other := setup(t)
+		tid := exec.thread(t)
+		run := exec.createRun(t, tid, `{"assistant_id":"block","input":{"a":1}}`)
+		exec.started(t)
+		resp := other.do(t, t.Context(), "POST", "/threads/"+tid+"/runs/"+run.RunID+"/cancel?wait=1", "")
+		defer resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		require.JSONEq(t, `{"a":1}`, waitBody(t, resp))
+		require.Equal(t, graphserver.RunInterrupted, exec.runStatus(t, tid, run.RunID))
+	})
+	t.Run("JoinFinishedFailed", func(t *testing.T) {
+		t.Parallel()
+		exec, other := setup(t)
+		tid := exec.thread(t)
+		exec.call(t, "POST", "/threads/"+tid+"/runs/wait", `{"assistant_id":"fail","input":{}}`, 200)
+		var runs []graphserver.Run
+		require.NoError(t, json.Unmarshal([]byte(exec.call(t, "GET", "/threads/"+tid+"/runs", "", 200)), &runs))
+		require.Len(t, runs, 1)
+		// The other process has no log of the run: metadata, then its error.
+		stream := other.do(t, t.Context(), "GET", "/threads/"+tid+"/runs/"+runs[0].RunID+"/stream", "")
+		defer stream.Body.Close()
+		evs, err := readAllSSE(t, stream.Body)
+		require.NoError(t, err)
+		require.Equal(t, []string{"metadata", "error"}, names(evs))
+		require.JSONEq(t, `{"run_id":"`+runs[0].RunID+`","attempt":1}`, evs[0].Data)
+		require.JSONEq(t, `{"error":"ValueError","message":"boom"}`, evs[1].Data)
+	})
+}
+
+// TestRunsReleasedStream: a stream whose run is released (server closing)
+// breaks the connection instead of ending it, so that SDKs reconnect.
+func TestRunsReleasedStream(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, runEnvOptions{})
+	tid := e.thread(t)
+	resp := e.do(t, t.Context(), "POST", "/threads/"+tid+"/runs/stream", `{"assistant_id":"block","input":{"a":1}}`)
+	defer resp.Body.Close()
+	r := newSSEReader(resp.Body)
+	first, _ := r.next()
+	require.Equal(t, "metadata", first.Event)
+	e.started(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, e.srv.Close(ctx), context.DeadlineExceeded)
+	evs, err := readAllSSE(t, resp.Body)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.NotContains(t, names(evs), "error")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,7 +25,8 @@ func (h *handler) heartbeat() time.Duration {
 	return HeartbeatIntervalDefault
 }
 
-// sseFrame renders one event: event, data (one line of JSON) and id lines.
+// sseFrame renders one event: event, data (one line of JSON) and id lines;
+// events synthesized from storage have no id.
 func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
 	buf.WriteString("event: ")
 	buf.WriteString(ev.Event)
@@ -39,8 +41,10 @@ func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
 		}
 	}
 	buf.Write(data)
-	buf.WriteString("\nid: ")
-	buf.WriteString(ev.ID)
+	if ev.ID != "" {
+		buf.WriteString("\nid: ")
+		buf.WriteString(ev.ID)
+	}
 	buf.WriteString("\n\n")
 }
 
@@ -94,6 +98,12 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 			if it.err != nil {
 				if r.Context().Err() != nil {
 					return // the client went away
+				}
+				if errors.Is(it.err, graphserver.ErrRunReleased) || errors.Is(it.err, graphserver.ErrServerClosed) {
+					// The run goes on elsewhere or later: break the connection
+					// rather than end it, so that SDKs reconnect (Location,
+					// Last-Event-ID) instead of taking the stream as complete.
+					panic(http.ErrAbortHandler)
 				}
 				sseFrame(&buf, graphserver.StreamEvent{Event: "error", Data: errorJSON(it.err)})
 			} else {
