@@ -254,7 +254,9 @@ type JoinStreamOptions struct {
 }
 
 // StreamEvent is one event of a run's stream. ID is its position in the
-// run's event log ("0", "1", ...): ids grow monotonically within a run.
+// run's event log ("0", "1", ...): ids grow monotonically within a run,
+// across its attempts. Events synthesized from storage for a run this
+// process does not execute (see RunStream.Events) have an empty ID.
 type StreamEvent struct {
 	ID    string
 	Event string // metadata, values, updates, messages, custom, error, ... or "mode|ns|..." for subgraphs
