@@ -75,6 +75,7 @@ type ThreadStorage interface {
 	SweepExpiredThreads(ctx context.Context, now time.Time, limit int) (int, error)
 	// SetThreadSummary records a thread's latest values, interrupts, status and
 	// error after a run or a state update, bumping updated_at and
-	// state_updated_at.
+	// state_updated_at. The status stays busy while the thread has a pending
+	// or running run.
 	SetThreadSummary(ctx context.Context, id string, s *ThreadSummary, now time.Time) error
 }
