@@ -297,8 +297,10 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 			if err := q.storage.ReleaseRun(bg, run.RunID, token, now); err != nil && ErrorCode(err) != ENOTFOUND {
 				s.logger.Error("release run", "run_id", run.RunID, "err", err)
 			}
+			log.release(now.Add(q.logTTL(log)))
+			return
 		}
-		log.release(now.Add(q.logTTL(log)))
+		q.endLost(bg, run, log, now)
 		return
 	}
 
@@ -335,8 +337,10 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		// storage failed and the sweep gives it another attempt).
 		if ErrorCode(err) != ENOTFOUND {
 			s.logger.Error("finish run", "run_id", run.RunID, "err", err)
+			log.release(now.Add(q.logTTL(log)))
+			return
 		}
-		log.release(now.Add(q.logTTL(log)))
+		q.endLost(bg, run, log, now)
 		return
 	}
 	if errJSON != nil {
@@ -351,6 +355,17 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	if f.Webhook != nil {
 		q.hooks.signal()
 	}
+}
+
+// endLost ends the log of an execution that lost its run: released when
+// another claim holds the run (it goes on), finished (interrupted) when the
+// run is gone with its thread, as nothing will resume it.
+func (q *runQueue) endLost(ctx context.Context, run *Run, log *eventLog, now time.Time) {
+	if _, err := q.storage.GetRun(ctx, "", run.RunID, nil); ErrorCode(err) == ENOTFOUND {
+		log.finish(RunInterrupted, nil, now.Add(q.logTTL(log)))
+		return
+	}
+	log.release(now.Add(q.logTTL(log)))
 }
 
 // finalState reads the thread's state after the run: the latest checkpoint,

@@ -435,3 +435,56 @@ func TestSweepCancelledRecomputes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, graphserver.RunInterrupted, r.Status)
 }
+
+// TestLeaseLostToOtherProcess: a run whose lease lapsed is taken over by
+// another process; the stale execution here stops, and its stream ends with
+// ErrRunReleased so that the consumer joins again.
+func TestLeaseLostToOtherProcess(t *testing.T) {
+	t.Parallel()
+	var flaky *flakyRenew
+	a := setupRuns(t, func(o *graphserver.Options) {
+		flaky = &flakyRenew{DB: o.Storage.(*sqlite.DB), fail: true}
+		o.Storage = flaky
+		o.LeaseDuration = 600 * time.Millisecond
+		o.Workers = 1 // the stale execution holds the only slot: the other process claims the run
+	})
+	tid := a.thread(t)
+	st, err := a.srv.StreamRun(a.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"a":1}`)})
+	require.NoError(t, err)
+	require.Equal(t, st.Run.RunID, waitStarted(t, a.block))
+
+	bBlock := graphtest.NewBlocking()
+	b, err := graphserver.New(graphserver.Options{Storage: a.db, PollInterval: 20 * time.Millisecond,
+		Graphs: map[string]graphserver.Graph{"block": bBlock}})
+	require.NoError(t, err)
+	require.NoError(t, b.Start(a.ctx))
+	t.Cleanup(func() {
+		bBlock.Release()
+		require.NoError(t, b.Close(context.WithoutCancel(a.ctx)))
+	})
+	require.Equal(t, st.Run.RunID, waitStarted(t, bBlock), "the other process claimed the run")
+	flaky.mu.Lock()
+	flaky.fail = false
+	flaky.mu.Unlock()
+
+	var last error
+	var names []string
+	for ev, err := range st.Events(a.ctx) {
+		if err != nil {
+			last = err
+			break
+		}
+		names = append(names, ev.Event)
+	}
+	require.ErrorIs(t, last, graphserver.ErrRunReleased)
+	require.Equal(t, []string{"metadata", "values"}, names)
+
+	// Joined again, the run is followed through storage until the other
+	// process finishes it.
+	joined, err := a.srv.JoinRunStream(a.ctx, tid, st.Run.RunID, graphserver.JoinStreamOptions{})
+	require.NoError(t, err)
+	bBlock.Release()
+	out, err := joined.Wait(a.ctx)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"done":true}`, string(out))
+}
