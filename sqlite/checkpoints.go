@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -12,6 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,6 +25,7 @@ import (
 
 // checkpointRow is a checkpoints row joined with its shared metadata.
 type checkpointRow struct {
+	TID                int64          `db:"tid"`
 	NS                 string         `db:"checkpoint_ns"`
 	CheckpointID       checkpointID   `db:"checkpoint_id"`
 	ParentCheckpointID checkpointID   `db:"parent_checkpoint_id"`
@@ -133,7 +135,7 @@ func createdAtColumn(id string, created time.Time) sql.NullString {
 }
 
 // checkpointSelect selects checkpointRow columns; add a WHERE on c.
-const checkpointSelect = `SELECT c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.created_at,
+const checkpointSelect = `SELECT c.tid, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.created_at,
 	c.metadata, m.json AS shared, c.metadata_run_id, c.channels, c.body
 	FROM checkpoints AS c LEFT JOIN checkpoint_metadata AS m ON m.tid = c.tid AND m.mid = c.shared_metadata`
 
@@ -260,20 +262,12 @@ var metadataExpr = `('{' || substr(
 	CASE WHEN length(m.json) > 2 THEN ',' || substr(m.json, 2, length(m.json) - 2) ELSE '' END ||
 	CASE WHEN c.metadata_run_id THEN ',"run_id":' || json_quote(` + idText("c.run_id") + `) ELSE '' END, 2) || '}')`
 
-// sharedMetadataID returns the mid of a thread's shared metadata json,
-// adding a row if needed.
-func sharedMetadataID(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (int64, error) {
+// addSharedMetadata adds a thread's shared metadata json, numbered after
+// the greatest mid, and returns its mid.
+func addSharedMetadata(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (int64, error) {
 	var mid int64
-	err := tx.GetContext(ctx, &mid, `SELECT mid FROM checkpoint_metadata WHERE tid = ? AND json = ?`, tid, js)
-	if err == nil {
-		return mid, nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("get shared checkpoint metadata: %w", err)
-	}
-	if err := tx.GetContext(ctx, &mid, `SELECT coalesce(max(mid), 0) + 1 FROM checkpoint_metadata WHERE tid = ?`, tid); err != nil {
-		return 0, fmt.Errorf("add shared checkpoint metadata: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_metadata (tid, mid, json) VALUES (?, ?, ?)`, tid, mid, js); err != nil {
+	if err := tx.GetContext(ctx, &mid, `INSERT INTO checkpoint_metadata (tid, mid, json)
+		SELECT ?1, coalesce(max(mid), 0) + 1, ?2 FROM checkpoint_metadata WHERE tid = ?1 RETURNING mid`, tid, js); err != nil {
 		return 0, fmt.Errorf("add shared checkpoint metadata: %w", err)
 	}
 	return mid, nil
@@ -286,7 +280,8 @@ func sharedMetadataID(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (i
 // no-op). A delta blob extends its base's append chain when the base is the
 // chain's tip and starts a chain linked to the base otherwise (a fork).
 // ENOTFOUND when the thread does not exist; EINVALID for missing ids,
-// invalid JSON, or a delta blob whose base version is not stored.
+// invalid JSON, a delta blob that is not an array or whose base version is
+// not stored.
 func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
 	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
@@ -298,6 +293,9 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 		if b.Channel == "" || b.Version == "" || !json.Valid(b.Data) {
 			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q needs a channel, a version and valid JSON data.", b.Channel, b.Version)
 		}
+		if _, ok := arrayInner(b.Data); b.Base != "" && !ok {
+			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
+		}
 	}
 	created := cp.CreatedAt
 	if created.IsZero() {
@@ -308,7 +306,19 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 	})
 }
 
-// putCheckpoint writes cp (validated) in tx.
+// arrayInner returns the text between the brackets of a JSON array (its
+// elements, trimmed); ok is false when data is not an array.
+func arrayInner(data []byte) (inner []byte, ok bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
+		return nil, false
+	}
+	return bytes.TrimSpace(data[1 : len(data)-1]), true
+}
+
+// putCheckpoint writes cp (validated) in tx: one query for what it needs to
+// know (thread key, channels of the parent and of the checkpoint replaced,
+// shared metadata), one statement per new blob, one for the row.
 func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointRecord, created time.Time) error {
 	inline, shared, runFlag, err := splitMetadata(cp.Metadata, cp.RunID)
 	if err != nil {
@@ -318,30 +328,38 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointR
 	if len(cp.Body) > 0 {
 		body = string(cp.Body)
 	}
-	tid, err := ensureThreadKey(ctx, tx, cp.ThreadID)
-	if err != nil {
-		return err
+	var known struct {
+		TID    int64          `db:"tid"`
+		Parent sql.NullString `db:"parent"`
+		Self   sql.NullString `db:"self"`
+		MID    sql.NullInt64  `db:"mid"`
 	}
-	var mid int64
-	if shared != "" {
-		if mid, err = sharedMetadataID(ctx, tx, tid, shared); err != nil {
+	err = tx.GetContext(ctx, &known, `SELECT t.tid,
+			(SELECT channels FROM checkpoints WHERE tid = t.tid AND checkpoint_ns = ?1 AND checkpoint_id = ?2) AS parent,
+			(SELECT channels FROM checkpoints WHERE tid = t.tid AND checkpoint_ns = ?1 AND checkpoint_id = ?3) AS self,
+			(SELECT mid FROM checkpoint_metadata WHERE tid = t.tid AND json = ?4) AS mid
+		FROM checkpoint_threads AS t WHERE t.thread_id = ?5`,
+		cp.NS, checkpointID(cp.ParentCheckpointID), checkpointID(cp.CheckpointID), shared, cp.ThreadID)
+	if errors.Is(err, sql.ErrNoRows) {
+		if known.TID, err = ensureThreadKey(ctx, tx, cp.ThreadID); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("put checkpoint: %w", err)
+	}
+	tid := known.TID
+	mid := known.MID.Int64
+	if shared != "" && !known.MID.Valid {
+		if mid, err = addSharedMetadata(ctx, tx, tid, shared); err != nil {
 			return err
 		}
 	}
 	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}}
-	for _, id := range []string{cp.ParentCheckpointID, cp.CheckpointID} {
-		if id == "" {
+	for _, chans := range []sql.NullString{known.Parent, known.Self} {
+		if !chans.Valid {
 			continue
 		}
-		var chans string
-		err := tx.GetContext(ctx, &chans, `SELECT channels FROM checkpoints WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
-			tid, cp.NS, checkpointID(id))
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		} else if err != nil {
-			return fmt.Errorf("put checkpoint: %w", err)
-		}
-		locs, err := decodeChannels(chans)
+		locs, err := decodeChannels(chans.String)
 		if err != nil {
 			return err
 		}
@@ -427,13 +445,17 @@ func (p *placer) scan(ch, v string) (chanLoc, bool, error) {
 	return l, l.stored, nil
 }
 
-// put stores one blob.
+// put stores one blob: a whole value as row 0 of a new chain; a delta as the
+// next row of its base's chain when the base is the tip, else as row 0 of a
+// new chain linked to the base. A delta row holds the inside of its array.
 func (p *placer) put(b graphserver.ChannelBlob) error {
 	if _, ok := p.find(b.Channel, b.Version); ok {
 		return nil
 	}
 	l := chanLoc{version: b.Version, stored: true}
-	var link *chanLoc
+	data := b.Data
+	var link sql.NullInt64
+	var linkSeq sql.NullInt64
 	if b.Base != "" {
 		base, ok := p.find(b.Channel, b.Base)
 		if !ok {
@@ -445,36 +467,26 @@ func (p *placer) put(b graphserver.ChannelBlob) error {
 		if !ok {
 			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q is based on version %q, which is not stored.", b.Channel, b.Version, b.Base)
 		}
-		var n int
-		if err := p.tx.GetContext(p.ctx, &n, `SELECT count(*) FROM checkpoint_blobs
-			WHERE tid = ? AND checkpoint_ns = ? AND channel = ? AND chain = ? AND seq = ?`,
-			p.tid, p.ns, b.Channel, base.chain, base.seq+1); err != nil {
+		data, _ = arrayInner(b.Data)
+		res, err := p.tx.ExecContext(p.ctx, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, data)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, p.tid, p.ns, b.Channel, base.chain, base.seq+1, string(data))
+		if err != nil {
 			return fmt.Errorf("put checkpoint blob: %w", err)
 		}
-		if n == 0 { // the base is the tip of its chain: append
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("put checkpoint blob: %w", err)
+		} else if n == 1 { // the base was the tip of its chain
 			l.chain, l.seq = base.chain, base.seq+1
-		} else {
-			link = &base
+			p.placed[[2]string{b.Channel, b.Version}] = l
+			return nil
 		}
+		link = sql.NullInt64{Int64: base.chain, Valid: true}
+		linkSeq = sql.NullInt64{Int64: base.seq, Valid: true}
 	}
-	if b.Base == "" || link != nil {
-		var top sql.NullInt64
-		if err := p.tx.GetContext(p.ctx, &top, `SELECT max(chain) FROM checkpoint_blobs
-			WHERE tid = ? AND checkpoint_ns = ? AND channel = ?`, p.tid, p.ns, b.Channel); err != nil {
-			return fmt.Errorf("put checkpoint blob: %w", err)
-		}
-		l.chain, l.seq = 0, 0
-		if top.Valid {
-			l.chain = top.Int64 + 1
-		}
-	}
-	var linkChain, linkSeq sql.NullInt64
-	if link != nil {
-		linkChain = sql.NullInt64{Int64: link.chain, Valid: true}
-		linkSeq = sql.NullInt64{Int64: link.seq, Valid: true}
-	}
-	if _, err := p.tx.ExecContext(p.ctx, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.tid, p.ns, b.Channel, l.chain, l.seq, linkChain, linkSeq, string(b.Data)); err != nil {
+	if err := p.tx.GetContext(p.ctx, &l.chain, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
+		VALUES (?1, ?2, ?3, coalesce((SELECT chain FROM checkpoint_blobs WHERE tid = ?1 AND checkpoint_ns = ?2 AND channel = ?3
+			ORDER BY chain DESC LIMIT 1) + 1, 0), 0, ?4, ?5, ?6) RETURNING chain`,
+		p.tid, p.ns, b.Channel, link, linkSeq, string(data)); err != nil {
 		return fmt.Errorf("put checkpoint blob: %w", err)
 	}
 	p.placed[[2]string{b.Channel, b.Version}] = l
@@ -538,30 +550,26 @@ func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpI
 		}
 		return graphserver.Errorf(graphserver.ENOTFOUND, "Checkpoint %s of thread %s not found", cpID, threadID)
 	}
-	tid, ok, err := threadKey(ctx, q, threadID)
-	if err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, notFound()
-	}
 	var r checkpointRow
+	var err error
+	const thread = `c.tid = (SELECT tid FROM checkpoint_threads WHERE thread_id = ?)`
 	if cpID == "" {
 		err = sqlx.GetContext(ctx, q, &r, checkpointSelect+`
-			WHERE c.tid = ? AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`, tid, ns)
+			WHERE `+thread+` AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id DESC LIMIT 1`, threadID, ns)
 	} else {
 		err = sqlx.GetContext(ctx, q, &r, checkpointSelect+`
-			WHERE c.tid = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`, tid, ns, checkpointID(cpID))
+			WHERE `+thread+` AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`, threadID, ns, checkpointID(cpID))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound()
 	} else if err != nil {
 		return nil, fmt.Errorf("get checkpoint: %w", err)
 	}
-	return loadCheckpoint(ctx, q, threadID, tid, &r)
+	return loadCheckpoint(ctx, q, threadID, &r)
 }
 
 // loadCheckpoint decodes r and fills its values and pending writes.
-func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, tid int64, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
+func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
 	cp := &graphserver.CheckpointRecord{
 		ThreadID: threadID, NS: r.NS, CheckpointID: string(r.CheckpointID), ParentCheckpointID: string(r.ParentCheckpointID),
 		RunID: string(r.RunID), Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
@@ -594,63 +602,101 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	for ch, l := range locs {
 		cp.ChannelVersions[ch] = l.version
 	}
-	if cp.Values, err = loadValues(ctx, q, tid, r.NS, locs); err != nil {
+	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs); err != nil {
 		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
 	}
-	if cp.PendingWrites, err = loadWrites(ctx, q, tid, r.NS, cp.CheckpointID); err != nil {
+	if cp.PendingWrites, err = loadWrites(ctx, q, r.TID, r.NS, cp.CheckpointID); err != nil {
 		return nil, err
 	}
 	return cp, nil
 }
 
-// loadChainsQuery reads, for each channel of a JSON object channel ->
-// [version, chain, seq], the rows 0..seq of its chain: one range scan of the
-// primary key per channel. Rows come without ORDER BY (sorting would copy
-// every blob): loadValues orders them.
-const loadChainsQuery = `SELECT j.key, b.seq, b.link_chain, b.link_seq, b.data
+// loadHeadsQuery reads, for each channel of a JSON object channel ->
+// [version, chain, seq], row 0 of the chain: its link and data.
+// CROSS JOIN keeps json_each the outer loop, so each row is one primary
+// key lookup (the planner would otherwise scan the thread's blobs).
+const loadHeadsQuery = `SELECT j.key, b.link_chain, b.link_seq, b.data
 	FROM json_each(?) AS j
-	JOIN checkpoint_blobs AS b ON b.tid = ? AND b.checkpoint_ns = ? AND b.channel = j.key
-		AND b.chain = json_extract(j.value, '$[1]') AND b.seq <= json_extract(j.value, '$[2]')
+	CROSS JOIN checkpoint_blobs AS b ON b.tid = ? AND b.checkpoint_ns = ? AND b.channel = j.key
+		AND b.chain = json_extract(j.value, '$[1]') AND b.seq = 0
 	WHERE json_array_length(j.value) = 3`
 
-// chainRow is one checkpoint_blobs row read by loadChainsQuery.
-type chainRow struct {
-	seq  int64
-	link sql.NullInt64 // link_chain
-	lseq sql.NullInt64 // link_seq
-	data []byte
+// loadTailQuery reads rows 1..seq of a chain as one result row: their seqs
+// and their non-empty data, each joined with commas in the order the
+// aggregate saw them. That order is the subquery's (a range scan of the
+// primary key, no sort); SQLite does not promise it, so the seqs let
+// chainTail check it, and loadTailSortedQuery is the fallback.
+const loadTailQuery = `SELECT coalesce(group_concat(seq, ','), ''), coalesce(group_concat(d, ','), '')
+	FROM (SELECT seq, nullif(data, '') AS d FROM checkpoint_blobs
+		WHERE tid = ? AND checkpoint_ns = ? AND channel = ? AND chain = ? AND seq BETWEEN 1 AND ? ORDER BY seq)`
+
+// loadTailSortedQuery is loadTailQuery with the order guaranteed (and a
+// sort).
+const loadTailSortedQuery = `SELECT coalesce(group_concat(seq, ',' ORDER BY seq), ''),
+		coalesce(group_concat(nullif(data, ''), ',' ORDER BY seq), '')
+	FROM checkpoint_blobs WHERE tid = ? AND checkpoint_ns = ? AND channel = ? AND chain = ? AND seq BETWEEN 1 AND ?`
+
+// chainTail returns the elements appended by rows 1..l.seq of chain
+// l.chain, joined with commas.
+func chainTail(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, ch string, l chanLoc) ([]byte, error) {
+	for _, query := range []string{loadTailQuery, loadTailSortedQuery} {
+		var seqs string
+		var data []byte
+		if err := q.QueryRowxContext(ctx, query, tid, ns, ch, l.chain, l.seq).Scan(&seqs, &data); err != nil {
+			return nil, fmt.Errorf("load checkpoint values: %w", err)
+		}
+		want := int64(1)
+		for s := range strings.SplitSeq(seqs, ",") {
+			if s != strconv.FormatInt(want, 10) {
+				break
+			}
+			want++
+		}
+		if want == l.seq+1 {
+			return data, nil
+		}
+		if n := strings.Count(seqs, ",") + 1; seqs == "" || int64(n) != l.seq {
+			return nil, fmt.Errorf("channel %s: chain %d lacks some of its rows 1..%d", ch, l.chain, l.seq)
+		}
+	}
+	return nil, fmt.Errorf("channel %s: chain %d rows out of order", ch, l.chain)
 }
 
-// loadValues reconstructs the full value of every stored channel in locs. A
-// channel with no stored blob is left out; a chain with missing rows is an
-// error.
+// loadValues reconstructs the full value of every stored channel in locs:
+// one query for the first row of every chain, one per chain longer than a
+// row, again for each fork's link (rare). A channel with no stored blob is
+// left out; a chain with missing rows is an error.
 func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc) (map[string]json.RawMessage, error) {
 	values := map[string]json.RawMessage{}
-	parts := map[string][][]byte{} // channel -> data, newest segment first
+	inners := map[string][][]byte{} // channel -> appended elements, newest first
 	want := map[string]chanLoc{}
 	for ch, l := range locs {
 		if l.stored {
 			want[ch] = l
 		}
 	}
+	type head struct {
+		link, linkSeq sql.NullInt64
+		data          []byte
+	}
 	for len(want) > 0 {
 		arg, err := json.Marshal(want)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := q.QueryContext(ctx, loadChainsQuery, string(arg), tid, ns)
+		rows, err := q.QueryContext(ctx, loadHeadsQuery, string(arg), tid, ns)
 		if err != nil {
 			return nil, fmt.Errorf("load checkpoint values: %w", err)
 		}
-		chains := map[string][]chainRow{}
+		heads := make(map[string]*head, len(want))
 		for rows.Next() {
 			var ch string
-			var r chainRow
-			if err := rows.Scan(&ch, &r.seq, &r.link, &r.lseq, &r.data); err != nil {
+			var h head
+			if err := rows.Scan(&ch, &h.link, &h.linkSeq, &h.data); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("load checkpoint values: %w", err)
 			}
-			chains[ch] = append(chains[ch], r)
+			heads[ch] = &h
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -658,65 +704,69 @@ func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string
 		}
 		next := map[string]chanLoc{}
 		for ch, l := range want {
-			rs := chains[ch]
-			slices.SortFunc(rs, func(a, b chainRow) int { return cmp.Compare(a.seq, b.seq) })
-			if int64(len(rs)) != l.seq+1 || rs[0].seq != 0 {
-				return nil, fmt.Errorf("channel %s: chain %d has %d of its rows 0..%d", ch, l.chain, len(rs), l.seq)
+			h := heads[ch]
+			if h == nil {
+				return nil, fmt.Errorf("channel %s: chain %d has no row 0", ch, l.chain)
 			}
-			for i := len(rs) - 1; i >= 0; i-- {
-				parts[ch] = append(parts[ch], rs[i].data)
-			}
-			if rs[0].link.Valid {
-				// Links point to older chains, so this ends.
-				if rs[0].link.Int64 >= l.chain {
-					return nil, fmt.Errorf("channel %s: chain %d links to chain %d", ch, l.chain, rs[0].link.Int64)
+			if l.seq > 0 {
+				tail, err := chainTail(ctx, q, tid, ns, ch, l)
+				if err != nil {
+					return nil, err
 				}
-				next[ch] = chanLoc{chain: rs[0].link.Int64, seq: rs[0].lseq.Int64, stored: true}
+				inners[ch] = append(inners[ch], tail)
 			}
+			if !h.link.Valid {
+				v, err := concatArrays(h.data, inners[ch])
+				if err != nil {
+					return nil, fmt.Errorf("channel %s: %w", ch, err)
+				}
+				values[ch] = v
+				continue
+			}
+			// Links point to older chains, so this ends.
+			if h.link.Int64 >= l.chain {
+				return nil, fmt.Errorf("channel %s: chain %d links to chain %d", ch, l.chain, h.link.Int64)
+			}
+			inners[ch] = append(inners[ch], h.data)
+			next[ch] = chanLoc{chain: h.link.Int64, seq: h.linkSeq.Int64, stored: true}
 		}
 		want = next
-	}
-	for ch, p := range parts {
-		slices.Reverse(p)
-		v, err := concatArrays(p)
-		if err != nil {
-			return nil, fmt.Errorf("channel %s: %w", ch, err)
-		}
-		values[ch] = v
 	}
 	return values, nil
 }
 
-// concatArrays joins a full value and the arrays appended to it. A single
-// part is returned as is; otherwise every part must be a JSON array (a null
-// full value counts as empty) and their elements are spliced in order.
-func concatArrays(parts [][]byte) (json.RawMessage, error) {
-	if len(parts) == 1 {
-		return json.RawMessage(parts[0]), nil
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
+// concatArrays returns the value of a chain: head, a whole value, followed
+// by the elements in inners (each the inside of an array, newest first).
+// With no non-empty inner, head is returned as is; otherwise head must be an
+// array (or null, counting as empty).
+func concatArrays(head []byte, inners [][]byte) (json.RawMessage, error) {
 	n := 0
-	for i, p := range parts {
-		p = bytes.TrimSpace(p)
-		if i == 0 && bytes.Equal(p, []byte("null")) {
-			continue
-		}
-		if len(p) < 2 || p[0] != '[' || p[len(p)-1] != ']' {
+	for _, in := range inners {
+		n += len(in)
+	}
+	if n == 0 {
+		return json.RawMessage(head), nil
+	}
+	inner, ok := arrayInner(head)
+	if !ok {
+		if !bytes.Equal(bytes.TrimSpace(head), []byte("null")) {
 			return nil, fmt.Errorf("delta blob chain holds a non-array value")
 		}
-		inner := bytes.TrimSpace(p[1 : len(p)-1])
-		if len(inner) == 0 {
+	}
+	buf := make([]byte, 0, len(inner)+n+len(inners)+2)
+	buf = append(buf, '[')
+	buf = append(buf, inner...)
+	for i := len(inners) - 1; i >= 0; i-- {
+		if len(inners[i]) == 0 {
 			continue
 		}
-		if n > 0 {
-			buf.WriteByte(',')
+		if len(buf) > 1 {
+			buf = append(buf, ',')
 		}
-		buf.Write(inner)
-		n++
+		buf = append(buf, inners[i]...)
 	}
-	buf.WriteByte(']')
-	return json.RawMessage(buf.Bytes()), nil
+	buf = append(buf, ']')
+	return json.RawMessage(buf), nil
 }
 
 // loadWrites reads the pending writes saved at a checkpoint, ordered by task
@@ -758,10 +808,6 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 	lim, largs := limitOffset(opts.Limit, 0, false)
 	out := []*graphserver.CheckpointRecord{}
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
-		tid, ok, err := threadKey(ctx, tx, threadID)
-		if err != nil || !ok {
-			return err
-		}
 		var rows []checkpointRow
 		if err := tx.SelectContext(ctx, &rows, checkpointSelect+w.String()+
 			` ORDER BY c.checkpoint_id DESC`+lim, append(w.args, largs...)...); err != nil {
@@ -769,7 +815,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 		}
 		out = make([]*graphserver.CheckpointRecord, 0, len(rows))
 		for i := range rows {
-			cp, err := loadCheckpoint(ctx, tx, threadID, tid, &rows[i])
+			cp, err := loadCheckpoint(ctx, tx, threadID, &rows[i])
 			if err != nil {
 				return err
 			}
@@ -833,7 +879,8 @@ func gcCheckpoints(ctx context.Context, tx *sqlx.Tx, tid int64) error {
 			ON b.tid = ?1 AND b.checkpoint_ns = n.ns AND b.channel = n.channel AND b.chain = n.chain AND b.seq = 0
 		WHERE b.link_chain IS NOT NULL
 	),
-	tip (ns, channel, chain, seq) AS MATERIALIZED (SELECT ns, channel, chain, max(seq) FROM needed GROUP BY ns, channel, chain)
+	tip (ns, channel, chain, seq) AS MATERIALIZED (SELECT CAST(ns AS TEXT), CAST(channel AS TEXT), CAST(chain AS INTEGER), CAST(max(seq) AS INTEGER)
+		FROM needed GROUP BY ns, channel, chain)
 	DELETE FROM checkpoint_blobs WHERE tid = ?1 AND NOT EXISTS (SELECT 1 FROM tip
 		WHERE tip.ns = checkpoint_blobs.checkpoint_ns AND tip.channel = checkpoint_blobs.channel
 			AND tip.chain = checkpoint_blobs.chain AND tip.seq >= checkpoint_blobs.seq)`, tid); err != nil {
