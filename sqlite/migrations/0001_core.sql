@@ -115,11 +115,13 @@ CREATE TABLE checkpoints (
 ) WITHOUT ROWID;
 
 -- Channel values as append chains. A chain is numbered per (tid, namespace,
--- channel); its rows are numbered by seq from 0. The value at (chain, seq)
--- is the array concatenation, in seq order, of the chain's rows 0..seq,
--- where row 0 is either a whole value (link_chain NULL) or an array
--- appended to the value at (link_chain, link_seq) of the same channel (a
--- fork). Reading a value is one range scan per chain on the primary key.
+-- channel); its rows are numbered by seq from 0. Row 0 holds a whole JSON
+-- value (link_chain NULL), or starts a fork: elements appended to the value
+-- at (link_chain, link_seq) of the same channel. Every other row holds
+-- elements appended to the value of the row before it. Appended elements
+-- are stored as the inside of a JSON array ('' for none), so the value at
+-- (chain, seq) is row 0's value followed by rows 1..seq joined with commas:
+-- reading it is one range scan of the primary key per chain.
 CREATE TABLE checkpoint_blobs (
     tid           INTEGER NOT NULL REFERENCES checkpoint_threads (tid) ON DELETE CASCADE,
     checkpoint_ns TEXT NOT NULL DEFAULT '',
