@@ -128,3 +128,48 @@ func TestDeleteRunCheckpoints(t *testing.T) {
 	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "nothing"))
 	require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(db.DeleteRunCheckpoints(ctx, "t1", "")))
 }
+
+// TestDeleteRunCheckpointsKeepsLinkedRows checks that collecting a deleted
+// run's blobs keeps the rows a fork's link still needs and trims the rest.
+func TestDeleteRunCheckpointsKeepsLinkedRows(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	ctx := t.Context()
+	_, err := db.CreateThread(ctx, &graphserver.Thread{ThreadID: "t1"}, "", nil)
+	require.NoError(t, err)
+	put := func(id, parent, run, v, base, data string) {
+		t.Helper()
+		require.NoError(t, db.PutCheckpoint(ctx, &graphserver.CheckpointRecord{
+			ThreadID: "t1", CheckpointID: id, ParentCheckpointID: parent, RunID: run,
+			ChannelVersions: map[string]string{"m": v},
+			NewBlobs:        []graphserver.ChannelBlob{{Channel: "m", Version: v, Base: base, Data: json.RawMessage(data)}},
+		}))
+	}
+	rows := func() []string {
+		t.Helper()
+		out, err := db.BlobRows(ctx, "t1")
+		require.NoError(t, err)
+		return out
+	}
+	put("c1", "", "r1", "1", "", `["a"]`)
+	put("c2", "c1", "r1", "2", "1", `["b"]`)
+	put("c3", "c2", "r2", "3", "2", `["c"]`)
+	put("c4", "c3", "r2", "4", "3", `["d"]`)
+	put("c5", "c3", "r3", "5", "3", `["e"]`) // 3 is not the tip: a fork
+	require.Equal(t, []string{"/m#0.0", "/m#0.1", "/m#0.2", "/m#0.3", "/m#1.0<-0.2"}, rows())
+
+	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "r2"))
+	require.Equal(t, []string{"/m#0.0", "/m#0.1", "/m#0.2", "/m#1.0<-0.2"}, rows(), "the fork still needs row 2")
+	cp, err := db.GetCheckpoint(ctx, "t1", "", "")
+	require.NoError(t, err)
+	require.Equal(t, "c5", cp.CheckpointID)
+	require.JSONEq(t, `["a","b","c","e"]`, string(cp.Values["m"]))
+
+	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "r3"))
+	require.Equal(t, []string{"/m#0.0", "/m#0.1"}, rows())
+	put("c6", "c2", "r4", "6", "2", `["f"]`) // the tip again: appended
+	require.Equal(t, []string{"/m#0.0", "/m#0.1", "/m#0.2"}, rows())
+	cp, err = db.GetCheckpoint(ctx, "t1", "", "c6")
+	require.NoError(t, err)
+	require.JSONEq(t, `["a","b","f"]`, string(cp.Values["m"]))
+}
