@@ -25,9 +25,9 @@ var truncateStatements = []struct {
 		`DELETE FROM threads`,
 	}},
 	{func(o graphserver.TruncateOptions) bool { return o.Checkpoints }, []string{
-		`DELETE FROM checkpoint_writes`,
-		`DELETE FROM checkpoint_blobs`,
-		`DELETE FROM checkpoints`,
+		// Cascades to checkpoint_metadata, checkpoints, checkpoint_blobs
+		// and checkpoint_writes.
+		`DELETE FROM checkpoint_threads`,
 	}},
 	{func(o graphserver.TruncateOptions) bool { return o.Assistants }, []string{
 		`DELETE FROM assistants WHERE json_extract(metadata, '$.created_by') IS NOT 'system'`,
