@@ -906,8 +906,15 @@ func copyCheckpoints(ctx context.Context, tx *sqlx.Tx, sourceID, newID string) e
 	if err != nil {
 		return err
 	}
+	rewriteThreadID := `INSERT INTO checkpoint_metadata (tid, mid, json) SELECT ?, mid,
+			CASE WHEN json_type(json, '$.thread_id') IS NULL THEN json ELSE json_set(json, '$.thread_id', ?) END
+		FROM checkpoint_metadata WHERE tid = ?`
+	// The copy's checkpoints name the copy: a thread_id in the shared
+	// metadata is rewritten (its value is the same in every row).
+	if _, err := tx.ExecContext(ctx, rewriteThreadID, dst, newID, src); err != nil {
+		return fmt.Errorf("copy thread checkpoint metadata: %w", err)
+	}
 	for _, q := range []string{
-		`INSERT INTO checkpoint_metadata (tid, mid, json) SELECT ?, mid, json FROM checkpoint_metadata WHERE tid = ?`,
 		`INSERT INTO checkpoints (tid, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,
 			metadata, shared_metadata, metadata_run_id, channels, body)
 		SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at,

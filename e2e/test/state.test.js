@@ -224,6 +224,8 @@ test("supersteps rebuild a thread's history; copy keeps state and history", asyn
   assert.deepEqual(copied.values, orig.values);
   assert.deepEqual(copied.checkpoint, { ...orig.checkpoint, thread_id: copy.thread_id });
   assert.deepEqual(copied.parent_checkpoint, { ...orig.parent_checkpoint, thread_id: copy.thread_id });
+  assert.equal(orig.metadata.thread_id, thread.thread_id);
+  assert.deepEqual(copied.metadata, { ...orig.metadata, thread_id: copy.thread_id });
   const copiedHistory = await client.threads.getHistory(copy.thread_id);
   assert.deepEqual(copiedHistory.map((h) => h.checkpoint.checkpoint_id), history.map((h) => h.checkpoint.checkpoint_id));
 

@@ -237,7 +237,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 			Metadata: graphserver.Metadata{"owner": "ann", "graph_id": "g"}})
 		putCheckpoint(t, b.st, "src", checkpointOpts{ID: "c1", Metadata: graphserver.Metadata{"step": 0.0},
 			Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `[1]`)}})
-		putCheckpoint(t, b.st, "src", checkpointOpts{ID: "c2", Parent: "c1", RunID: "r1", Metadata: graphserver.Metadata{"step": 1.0},
+		putCheckpoint(t, b.st, "src", checkpointOpts{ID: "c2", Parent: "c1", RunID: "r1", Metadata: graphserver.Metadata{"step": 1.0, "thread_id": "src", "graph_id": "g"},
 			Versions: map[string]string{"m": "2"}, Blobs: []graphserver.ChannelBlob{blob("m", "2", "1", `[2,3]`)}})
 		putCheckpoint(t, b.st, "src", checkpointOpts{NS: "sub:1", ID: "s1", Versions: map[string]string{"x": "1"},
 			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"sub"`)}})
@@ -263,8 +263,12 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		}
 		require.Equal(t, "c1", list[0].ParentCheckpointID)
 		require.Equal(t, "r1", list[0].RunID)
-		require.Equal(t, graphserver.Metadata{"step": 1.0}, list[0].Metadata)
+		require.Equal(t, graphserver.Metadata{"step": 1.0, "thread_id": "dst", "graph_id": "g"}, list[0].Metadata,
+			"the copy's checkpoints name the copy")
 		requireValues(t, map[string]string{"m": `[1,2,3]`}, list[0].Values)
+		orig, err := b.st.GetCheckpoint(b.ctx, "src", "", "c2")
+		require.NoError(t, err)
+		require.Equal(t, "src", orig.Metadata["thread_id"], "the source is unchanged")
 		requireValues(t, map[string]string{"m": `[1]`}, list[1].Values)
 		require.Equal(t, []graphserver.PendingWrite{{TaskID: "task1", TaskPath: "p", Idx: 0, Channel: "m", Value: json.RawMessage(`[4]`)}}, list[0].PendingWrites)
 		sub, err := b.st.GetCheckpoint(b.ctx, "dst", "sub:1", "")
