@@ -49,6 +49,12 @@ type Options struct {
 	// StoreSweepIntervalDefault (one minute).
 	StoreSweepInterval time.Duration
 
+	// OptimizeInterval is how often a Storage that implements Optimizer is
+	// asked to optimize itself (SQLite: refresh planner statistics, truncate
+	// the WAL). Default: OptimizeIntervalDefault (one hour); negative
+	// disables it.
+	OptimizeInterval time.Duration
+
 	// Workers bounds the runs executed at once. Runs mostly wait on I/O, so
 	// the default is generous: WorkersDefault (64).
 	Workers int
@@ -90,6 +96,8 @@ type Server struct {
 	itemCfg itemConfig
 	rq      *runQueue
 
+	optimizeInterval time.Duration // <= 0: never
+
 	// lifetime is cancelled (with a cause) when Close gives up waiting; work
 	// started by the server derives from it, not from request contexts.
 	lifetime context.Context
@@ -124,7 +132,9 @@ func New(opts Options) (*Server, error) {
 		now:      opts.Now,
 		itemCfg:  newItemConfig(opts),
 		lifetime: lifetime,
-		stop:     stop,
+
+		optimizeInterval: cmp.Or(opts.OptimizeInterval, OptimizeIntervalDefault),
+		stop:             stop,
 	}
 	if s.graphs == nil {
 		s.graphs = map[string]Graph{}
@@ -206,6 +216,9 @@ func (s *Server) backgroundTasks() []func(ctx context.Context) {
 	var tasks []func(ctx context.Context)
 	tasks = append(tasks, s.rq.tasks()...)
 	tasks = append(tasks, s.sweepItems)
+	if o, ok := s.storage.(Optimizer); ok && s.optimizeInterval > 0 {
+		tasks = append(tasks, func(ctx context.Context) { s.optimizeStorage(ctx, o) })
+	}
 	return tasks
 }
 
@@ -222,4 +235,26 @@ func (s *Server) beginDrain() {
 // Filter lets the caller see everything (no auth configured).
 func (s *Server) authFilter(ctx context.Context, resource, action string, value any) (Filter, error) {
 	return nil, nil
+}
+
+// OptimizeIntervalDefault is the default Options.OptimizeInterval.
+const OptimizeIntervalDefault = time.Hour
+
+// optimizeStorage calls o.Optimize every optimizeInterval until ctx ends or
+// the server begins draining.
+func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
+	t := time.NewTicker(s.optimizeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.itemCfg.drain:
+			return
+		case <-t.C:
+		}
+		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Error("optimize storage", "error", err)
+		}
+	}
 }

@@ -458,3 +458,34 @@ func TestServer_SweepThreads(t *testing.T) {
 	_, err = srv.GetThread(ctx, plain.ThreadID)
 	require.NoError(t, err, "a thread without TTL never expires")
 }
+
+// optimizingDB is a sqlite.DB that reports each Optimize call.
+type optimizingDB struct {
+	*sqlite.DB
+	calls chan struct{}
+}
+
+func (d optimizingDB) Optimize(ctx context.Context) error {
+	select {
+	case d.calls <- struct{}{}:
+	default:
+	}
+	return d.DB.Optimize(ctx)
+}
+
+func TestServer_OptimizesStorage(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	st := optimizingDB{DB: db, calls: make(chan struct{}, 1)}
+	srv, err := graphserver.New(graphserver.Options{Storage: st, OptimizeInterval: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(t.Context()))
+	select {
+	case <-st.calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Optimize was never called")
+	}
+	require.NoError(t, srv.Close(t.Context()))
+}

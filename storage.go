@@ -79,3 +79,10 @@ type ThreadStorage interface {
 	// or running run.
 	SetThreadSummary(ctx context.Context, id string, s *ThreadSummary, now time.Time) error
 }
+
+// Optimizer is an optional Storage capability: periodic maintenance such as
+// refreshing the query planner's statistics. When the Storage implements it,
+// Start's background work calls Optimize every Options.OptimizeInterval.
+type Optimizer interface {
+	Optimize(ctx context.Context) error
+}
