@@ -63,6 +63,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	srv, err := graphserver.New(graphserver.Options{
 		Storage: db,
 		Graphs:  map[string]graphserver.Graph{"chat": chat},
+		// Runs may ask for a webhook: POSTed over net/http, to public
+		// addresses only (private ones are refused, see WebhookPolicy).
+		Webhooks: graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{})},
 	})
 	if err != nil {
 		return err

@@ -146,3 +146,22 @@ func TestRunBadFlag(t *testing.T) {
 	err := run(t.Context(), []string{"-nope"}, io.Discard)
 	require.Error(t, err)
 }
+
+func TestQuickstartWebhooks(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"))
+	var th map[string]any
+	require.Equal(t, http.StatusOK, do(t, "POST", q.url+"/threads", `{}`, &th))
+	runs := q.url + "/threads/" + th["thread_id"].(string) + "/runs"
+
+	// Webhooks are wired: a public URL is accepted (its delivery may fail here,
+	// offline, and is retried in the background without touching the run)...
+	var run map[string]any
+	code := do(t, "POST", runs, `{"assistant_id":"chat","input":{"messages":["hi"]},"webhook":"https://93.184.216.34/hook"}`, &run)
+	require.Equal(t, http.StatusOK, code, "%v", run)
+	require.Equal(t, "https://93.184.216.34/hook", run["kwargs"].(map[string]any)["webhook"])
+	// ...and a private address is refused before anything is created.
+	var detail map[string]any
+	require.Equal(t, http.StatusUnprocessableEntity, do(t, "POST", runs, `{"assistant_id":"chat","webhook":"http://127.0.0.1:9/hook"}`, &detail))
+	require.Contains(t, detail["detail"], "webhook")
+}

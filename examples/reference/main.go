@@ -90,6 +90,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		Graphs:       graphs,
 		GraphConfigs: seeds,
 		Logger:       logger,
+		Webhooks:     graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{})},
 	})
 	if err != nil {
 		return err
