@@ -1,87 +1,30 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver/internal/cmdtest"
 )
 
-// server is one running instance of run.
-type server struct {
-	url  string
-	stop func() error // cancels run and returns its error
-}
-
 // start runs the reference server on a free port with a fresh database and
-// the given extra flags, and waits for its "listening on" line.
-func start(t *testing.T, args ...string) *server {
+// the given extra flags.
+func start(t *testing.T, args ...string) *cmdtest.Server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
 	args = append([]string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "gs.db")}, args...)
-	go func() {
-		err := run(ctx, args, pw, slog.New(slog.DiscardHandler))
-		pw.CloseWithError(io.EOF)
-		done <- err
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	var line string
-	select {
-	case line = <-lines:
-	case err := <-done:
-		cancel()
-		t.Fatalf("reference exited before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("reference did not print its address")
-	}
-	require.True(t, strings.HasPrefix(line, "listening on http://127.0.0.1:"), line)
-	s := &server{url: strings.TrimPrefix(line, "listening on "), stop: sync.OnceValue(func() error {
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(30 * time.Second):
-			return context.DeadlineExceeded
-		}
-	})}
-	t.Cleanup(func() { _ = s.stop() })
-	return s
+	return cmdtest.Start(t, func(ctx context.Context, args []string, stdout io.Writer) error {
+		return run(ctx, args, stdout, slog.New(slog.DiscardHandler))
+	}, args...)
 }
 
-// do sends a request and decodes the JSON response into out.
-func do(t *testing.T, method, url, body string, out any) int {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	if out != nil {
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
-	}
-	return resp.StatusCode
-}
+// do is cmdtest.Do.
+var do = cmdtest.Do
 
 type assistant struct {
 	AssistantID string         `json:"assistant_id"`
@@ -95,7 +38,7 @@ func TestSystemAssistantsAndSeeding(t *testing.T) {
 	t.Parallel()
 	s := start(t)
 	var all []assistant
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/assistants/search", `{"metadata": {"created_by": "system"}, "limit": 100}`, &all))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/assistants/search", `{"metadata": {"created_by": "system"}, "limit": 100}`, &all))
 	byGraph := map[string]assistant{}
 	for _, a := range all {
 		byGraph[a.GraphID] = a
@@ -108,7 +51,7 @@ func TestSystemAssistantsAndSeeding(t *testing.T) {
 
 	// simple_runtime copies the seeded context into its state.
 	var out map[string]any
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/runs/wait", `{"assistant_id": "simple_runtime", "input": {"ignored": 1}}`, &out))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/runs/wait", `{"assistant_id": "simple_runtime", "input": {"ignored": 1}}`, &out))
 	require.Equal(t, map[string]any{"model": "unknown"}, out)
 }
 
@@ -116,10 +59,10 @@ func TestConfigFlag(t *testing.T) {
 	t.Parallel()
 	s := start(t, "-config", `{"agent_simple": {"configurable": {"x": 1}}}`)
 	var a assistant
-	require.Equal(t, http.StatusOK, do(t, "GET", s.url+"/assistants/agent_simple", "", &a))
+	require.Equal(t, http.StatusOK, do(t, "GET", s.URL+"/assistants/agent_simple", "", &a))
 	require.Equal(t, map[string]any{"configurable": map[string]any{"x": 1.0}}, a.Config)
 	var agent assistant
-	require.Equal(t, http.StatusOK, do(t, "GET", s.url+"/assistants/agent", "", &agent))
+	require.Equal(t, http.StatusOK, do(t, "GET", s.URL+"/assistants/agent", "", &agent))
 	require.Equal(t, map[string]any{}, agent.Config)
 }
 
@@ -129,7 +72,7 @@ func TestAgentWaitAndTruncate(t *testing.T) {
 	var th struct {
 		ThreadID string `json:"thread_id"`
 	}
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/threads", `{}`, &th))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/threads", `{}`, &th))
 	var out struct {
 		Messages []struct {
 			Type    string `json:"type"`
@@ -137,7 +80,7 @@ func TestAgentWaitAndTruncate(t *testing.T) {
 		} `json:"messages"`
 		SharedStateFromStoreConfig map[string]any `json:"sharedStateFromStoreConfig"`
 	}
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/threads/"+th.ThreadID+"/runs/wait",
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait",
 		`{"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "foo"}]}, "config": {"configurable": {"user_id": "u1"}}}`, &out))
 	var got []string
 	for _, m := range out.Messages {
@@ -147,19 +90,19 @@ func TestAgentWaitAndTruncate(t *testing.T) {
 	require.Equal(t, map[string]any{"id": "u1"}, out.SharedStateFromStoreConfig)
 
 	var mine assistant
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/assistants", `{"graph_id": "agent"}`, &mine))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/assistants", `{"graph_id": "agent"}`, &mine))
 
 	var ok map[string]any
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/internal/truncate", `{"threads": true, "assistants": true, "store": true, "checkpointer": true, "runs": true}`, &ok))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/internal/truncate", `{"threads": true, "assistants": true, "store": true, "checkpointer": true, "runs": true}`, &ok))
 	require.Equal(t, map[string]any{"ok": true}, ok)
 
 	var n int
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/threads/count", `{}`, &n))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/threads/count", `{}`, &n))
 	require.Zero(t, n)
-	require.Equal(t, http.StatusOK, do(t, "POST", s.url+"/assistants/count", `{}`, &n))
+	require.Equal(t, http.StatusOK, do(t, "POST", s.URL+"/assistants/count", `{}`, &n))
 	require.Equal(t, 11, n, "system assistants are kept")
-	require.Equal(t, http.StatusNotFound, do(t, "GET", s.url+"/assistants/"+mine.AssistantID, "", nil))
+	require.Equal(t, http.StatusNotFound, do(t, "GET", s.URL+"/assistants/"+mine.AssistantID, "", nil))
 	var item any
-	require.Equal(t, http.StatusOK, do(t, "GET", s.url+"/store/items?namespace=sharedState.data&key=user_id", "", &item))
+	require.Equal(t, http.StatusOK, do(t, "GET", s.URL+"/store/items?namespace=sharedState.data&key=user_id", "", &item))
 	require.Nil(t, item)
 }
