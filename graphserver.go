@@ -240,10 +240,19 @@ func (s *Server) authFilter(ctx context.Context, resource, action string, value 
 // OptimizeIntervalDefault is the default Options.OptimizeInterval.
 const OptimizeIntervalDefault = time.Hour
 
-// optimizeStorage calls o.Optimize every optimizeInterval until ctx ends or
-// the server begins draining.
+// optimizeStorage calls o.Optimize every optimizeInterval.
 func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
-	t := time.NewTicker(s.optimizeInterval)
+	s.every(ctx, s.optimizeInterval, func(ctx context.Context) {
+		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Error("optimize storage", "error", err)
+		}
+	})
+}
+
+// every calls fn every interval until ctx ends or the server begins
+// draining; it is the loop of the periodic maintenance tasks.
+func (s *Server) every(ctx context.Context, interval time.Duration, fn func(ctx context.Context)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -253,8 +262,6 @@ func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
 			return
 		case <-t.C:
 		}
-		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Error("optimize storage", "error", err)
-		}
+		fn(ctx)
 	}
 }

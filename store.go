@@ -849,31 +849,20 @@ func (v serverStore) ListNamespaces(ctx context.Context, opts NamespaceList) ([]
 // sweepItems deletes expired items every sweep interval until ctx ends or
 // the server begins draining.
 func (s *Server) sweepItems(ctx context.Context) {
-	st := s.storage
-	t := time.NewTicker(s.itemCfg.sweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.itemCfg.drain:
-			return
-		case <-t.C:
+	s.every(ctx, s.itemCfg.sweepInterval, func(ctx context.Context) {
+		s.logSweep(ctx, "expired store items", func() (int, error) { return s.SweepItems(ctx) })
+		s.logSweep(ctx, "expired threads", func() (int, error) { return s.SweepThreads(ctx) })
+	})
+}
+
+// logSweep runs one sweep and logs what it did.
+func (s *Server) logSweep(ctx context.Context, what string, sweep func() (int, error)) {
+	if n, err := sweep(); err != nil {
+		if ctx.Err() == nil {
+			s.logger.Error("sweep "+what, "error", err)
 		}
-		if n, err := st.DeleteExpiredItems(ctx, s.itemClock()); err != nil {
-			if ctx.Err() == nil {
-				s.logger.Error("sweep expired store items", "error", err)
-			}
-		} else if n > 0 {
-			s.logger.Debug("swept expired store items", "count", n)
-		}
-		if n, err := s.SweepThreads(ctx); err != nil {
-			if ctx.Err() == nil {
-				s.logger.Error("sweep expired threads", "error", err)
-			}
-		} else if n > 0 {
-			s.logger.Debug("swept expired threads", "count", n)
-		}
+	} else if n > 0 {
+		s.logger.Debug("swept "+what, "count", n)
 	}
 }
 
