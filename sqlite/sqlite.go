@@ -9,7 +9,9 @@
 // synchronous(NORMAL) and foreign_keys(ON). Writes go through a pool of one
 // connection whose transactions begin IMMEDIATE, so writers queue in Go
 // instead of failing with SQLITE_BUSY; reads use a separate pool of
-// query-only connections that never block the writer (WAL).
+// query-only connections that never block the writer (WAL). Each connection
+// keeps its prepared statements (the last 256 query texts), so a query is
+// parsed and planned once per connection, not at every execution.
 //
 // Storage conventions (see migrations/0001_core.sql): timestamps are TEXT in
 // UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
@@ -98,7 +100,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	pragmas.Add("_pragma", "foreign_keys(ON)")
 	wq := url.Values{"_txlock": {"immediate"}, "_pragma": pragmas["_pragma"]}
 
-	writer, err := sqlx.Open("sqlite", path+"?"+wq.Encode())
+	writer, err := openPool(path + "?" + wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -129,7 +131,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	// (journal_mode is persistent, so setting it again is a no-op) and refuse
 	// writes.
 	rq := url.Values{"_pragma": append(pragmas["_pragma"], "query_only(1)")}
-	reader, err := sqlx.Open("sqlite", path+"?"+rq.Encode())
+	reader, err := openPool(path + "?" + rq.Encode())
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -143,6 +145,16 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	}
 	db.reader = reader
 	return db, nil
+}
+
+// openPool opens a pool of connections to dsn that cache their prepared
+// statements (cachingConnector).
+func openPool(dsn string) (*sqlx.DB, error) {
+	c, err := newCachingConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlx.NewDb(sql.OpenDB(c), "sqlite"), nil
 }
 
 // Close closes both connection pools. It does not wait for Server work;

@@ -39,6 +39,7 @@ func main() {
 	clients := flag.Int("clients", 8, "concurrent HTTP clients")
 	dbPath := flag.String("db", "", "SQLite file (default: a temp file)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	only := flag.String("only", "", "run only the scenarios whose name contains this text (e.g. threads)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -50,13 +51,13 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*runs, *clients, *dbPath); err != nil {
+	if err := run(*runs, *clients, *dbPath, *only); err != nil {
 		log.Print(err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, clients int, dbPath string) error {
+func run(runs, clients int, dbPath, only string) error {
 	if dbPath == "" {
 		dir, err := os.MkdirTemp("", "gs-loadtest")
 		if err != nil {
@@ -157,6 +158,9 @@ func run(runs, clients int, dbPath string) error {
 		{"POST /threads/{id}/runs/wait", wait("/threads/{tid}/runs/wait")},
 		{"POST /runs/stream: time to first event", firstEvent},
 	} {
+		if !strings.Contains(sc.name, only) {
+			continue
+		}
 		if _, err := measure(clients, runs/10, sc.fn); err != nil { // warm-up
 			return err
 		}
