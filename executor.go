@@ -16,6 +16,7 @@ type runOutcome struct {
 	rollback bool
 	err      error // error or timeout
 	state    *ThreadState
+	final    *ThreadState // reported by a StateRunner graph, nil if not
 	tracker  *outputTracker
 	graph    Graph
 	cfg      Object
@@ -192,7 +193,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOu
 
 	runCtx, stop := context.WithTimeoutCause(ctx, q.maxRunTime, errRunTimeout)
 	defer stop()
-	err := runSafely(runCtx, g, gr, emit)
+	final, err := runSafely(runCtx, g, gr, emit)
 	var cause error
 	if runCtx.Err() != nil {
 		cause = context.Cause(runCtx)
@@ -203,7 +204,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOu
 	case errors.Is(cause, errLeaseLost):
 		out.status = ""
 	case err == nil:
-		out.status = RunSuccess
+		out.status, out.final = RunSuccess, final
 	case errors.Is(cause, ErrServerClosed):
 		out.status = ""
 	case errors.Is(cause, errCancelInterrupt):
@@ -216,14 +217,18 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOu
 	return out
 }
 
-// runSafely calls g.Run, turning a panic into an error.
-func runSafely(ctx context.Context, g Graph, gr *GraphRun, emit func(StreamPart)) (err error) {
+// runSafely calls g.Run (RunState for a StateRunner), turning a panic into
+// an error.
+func runSafely(ctx context.Context, g Graph, gr *GraphRun, emit func(StreamPart)) (st *ThreadState, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = panicError{value: r}
+			st, err = nil, panicError{value: r}
 		}
 	}()
-	return g.Run(ctx, gr, emit)
+	if sr, ok := g.(StateRunner); ok {
+		return sr.RunState(ctx, gr, emit)
+	}
+	return nil, g.Run(ctx, gr, emit)
 }
 
 type panicError struct{ value any }
@@ -368,9 +373,13 @@ func (q *runQueue) endLost(ctx context.Context, run *Run, log *eventLog, now tim
 	log.release(now.Add(q.logTTL(log)))
 }
 
-// finalState reads the thread's state after the run: the latest checkpoint,
-// or for a rollback the latest one the run did not write.
+// finalState returns the thread's state after the run: the state the graph
+// reported for a run that succeeded, else read back from the latest
+// checkpoint, or for a rollback the latest one the run did not write.
 func (q *runQueue) finalState(ctx context.Context, run *Run, out *runOutcome) (*ThreadState, error) {
+	if out.final != nil && out.status == RunSuccess && !out.rollback {
+		return out.final, nil
+	}
 	req := &StateRequest{Checkpoint: Checkpoint{ThreadID: run.ThreadID}, Config: out.cfg, Checkpointer: q.s.storage}
 	if out.rollback {
 		id, err := q.storage.LatestCheckpointNotByRun(ctx, run.ThreadID, run.RunID)

@@ -48,6 +48,17 @@ type Graph interface {
 	Subgraphs(ctx context.Context, config Object, namespace string, recurse bool) (map[string]*GraphSchemas, error)
 }
 
+// StateRunner is an optional interface of a Graph, detected with a type
+// assertion. RunState is Run that also returns the thread's state at the end
+// of the run: what State would return for the thread's latest root
+// checkpoint (without subgraph states), or nil when the graph cannot tell it
+// without reading storage (then the Server reads it with State). The Server
+// uses it to record the thread's values after a run without reading them
+// back.
+type StateRunner interface {
+	RunState(ctx context.Context, req *GraphRun, emit func(StreamPart)) (*ThreadState, error)
+}
+
 // GraphRun is what a Graph needs to execute one run.
 type GraphRun struct {
 	RunID    string

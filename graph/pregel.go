@@ -67,6 +67,8 @@ type runner struct {
 	track   tracker
 	saved   string // id of the last persisted checkpoint
 	save    *saveOp
+	final   *ckpt  // the checkpoint a completed run ended at
+	parent  string // parent id stored with the last persisted checkpoint
 
 	resumeMap  map[string]any
 	nullResume func() (any, bool)
@@ -118,7 +120,7 @@ func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
 	if err := r.waitSave(); err != nil {
 		return err
 	}
-	r.saved = c.id
+	r.parent, r.saved = r.saved, c.id
 	op := &saveOp{done: make(chan struct{})}
 	r.save = op
 	put := func() {
@@ -265,6 +267,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 	if err := r.waitSave(); err != nil {
 		return nil, err
 	}
+	r.final = cs
 	return r.g.output(r.g.view(cs)), nil
 }
 

@@ -15,12 +15,23 @@ import (
 // interrupt or breakpoint returns nil; a failing node's error is returned as
 // the node returned it (its ErrorName, if any, names it).
 func (c *Compiled) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	_, err := c.RunState(ctx, req, emit)
+	return err
+}
+
+var _ graphserver.StateRunner = (*Compiled)(nil)
+
+// RunState is Run that also returns the thread's state after a run that
+// completed (see graphserver.StateRunner), built from the final checkpoint
+// in memory. After a pause, a failure, or a run that wrote no checkpoint it
+// returns a nil state.
+func (c *Compiled) RunState(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) (*graphserver.ThreadState, error) {
 	rc := newRunCtx(req, emit)
 	var input any
 	hasInput := false
 	if len(req.Input) > 0 && string(req.Input) != "null" && req.Command == nil {
 		if err := json.Unmarshal(req.Input, &input); err != nil {
-			return graphserver.Errorf(graphserver.EINVALID, "input is not valid JSON")
+			return nil, graphserver.Errorf(graphserver.EINVALID, "input is not valid JSON")
 		}
 		hasInput = true
 	}
@@ -38,19 +49,29 @@ func (c *Compiled) Run(ctx context.Context, req *graphserver.GraphRun, emit func
 	}
 	var ie *interruptError
 	if errors.As(err, &ie) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
 		if cerr := context.Cause(ctx); cerr != nil {
-			return cerr
+			return nil, cerr
 		}
-		return err
+		return nil, err
 	}
 	if rc.modes["events"] {
 		rc.send(nil, "events", map[string]any{"event": "on_chain_end", "name": c.name, "run_id": req.RunID, "parent_ids": []string{},
 			"tags": []string{}, "metadata": graphserver.Object(req.Metadata), "data": map[string]any{"output": out}})
 	}
-	return nil
+	var st *graphserver.ThreadState
+	if f := r.final; f != nil && req.Checkpointer != nil && f.id != "" && f.id == r.saved && len(f.pending) == 0 {
+		// What State reads back: the saved checkpoint, which no task ran
+		// from, so no pending writes are stored with it, and whose parent is
+		// the checkpoint saved before it (with durability exit, not the one
+		// in memory).
+		saved := *f
+		saved.parentID = r.parent
+		st = c.snapshot(req.ThreadID, &saved, true, nil)
+	}
+	return st, nil
 }
 
 // Invoke runs the graph on input without persistence (or with cp, if not
