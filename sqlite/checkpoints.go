@@ -301,7 +301,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 	if created.IsZero() {
 		created = db.now()
 	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		return putCheckpoint(ctx, tx, cp, created)
 	})
 }
@@ -502,7 +502,7 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 			return graphserver.Errorf(graphserver.EINVALID, "The pending write to channel %q is not valid JSON.", w.Channel)
 		}
 	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		tid, err := ensureThreadKey(ctx, tx, threadID)
 		if err != nil {
 			return err

@@ -89,7 +89,7 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 		threadCfg = sql.NullString{String: c, Valid: true}
 	}
 	res := &graphserver.RunCreated{}
-	err = db.write(ctx, func(tx *sqlx.Tx) error {
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		now := formatTime(r.UpdatedAt)
 		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 			if opts.CreateThread == nil {
@@ -427,11 +427,19 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 		Attempt int `db:"attempt"`
 	}
 	ts := formatTime(now)
-	err := db.writer.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), ts, ts).StructScan(&row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	} else if err != nil {
-		return nil, translate(fmt.Errorf("claim run: %w", err))
+	found := false
+	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), ts, ts).StructScan(&row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("claim run: %w", err)
+		}
+		found = true
+		return nil
+	})
+	if err != nil || !found {
+		return nil, err
 	}
 	run, err := row.run()
 	if err != nil {
@@ -490,7 +498,7 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 	if d := f.Webhook; d != nil {
 		webhook = []any{d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(f.Now)}
 	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		ts := formatTime(f.Now)
 		var threadID string
 		err := tx.GetContext(ctx, &threadID, `SELECT thread_id FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running'`,

@@ -11,7 +11,10 @@
 // instead of failing with SQLITE_BUSY; reads use a separate pool of
 // query-only connections that never block the writer (WAL). Each connection
 // keeps its prepared statements (the last 256 query texts), so a query is
-// parsed and planned once per connection, not at every execution.
+// parsed and planned once per connection, not at every execution. The
+// short writes of the run queue and the checkpoints (create, claim and finish
+// a run, put a checkpoint or pending writes) queued while another commits are
+// committed together, each in its own savepoint, by a goroutine the DB owns.
 //
 // Storage conventions (see migrations/0001_core.sql): timestamps are TEXT in
 // UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
@@ -35,6 +38,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -64,6 +68,10 @@ type DB struct {
 	path   string
 	writer *sqlx.DB // one connection, BEGIN IMMEDIATE
 	reader *sqlx.DB // several query-only connections
+	group  *groupWriter
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var (
@@ -144,6 +152,8 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.reader = reader
+	db.group = newGroupWriter()
+	go db.groupLoop()
 	return db, nil
 }
 
@@ -158,9 +168,14 @@ func openPool(dsn string) (*sqlx.DB, error) {
 }
 
 // Close closes both connection pools. It does not wait for Server work;
-// close the Server first.
+// close the Server first. Closing again returns the first result.
 func (db *DB) Close() error {
-	return errors.Join(db.reader.Close(), db.writer.Close())
+	db.closeOnce.Do(func() {
+		close(db.group.stop)
+		<-db.group.done
+		db.closeErr = errors.Join(db.reader.Close(), db.writer.Close())
+	})
+	return db.closeErr
 }
 
 // Path returns the file name the DB was opened with.

@@ -1,0 +1,171 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// maxGroup is the most write functions one grouped transaction runs.
+const maxGroup = 64
+
+// groupWriter commits the short, frequent writes of the run queue and the
+// checkpoints (writeGrouped) in groups: the functions queued while the
+// previous group commits run in one transaction, each inside its own
+// savepoint, so that one commit (the costly part of a small write) serves
+// several callers. Its goroutine is owned by the DB: started by Open,
+// stopped by Close.
+type groupWriter struct {
+	mu      sync.Mutex
+	queue   []*writeReq
+	closed  bool
+	pending chan struct{} // capacity 1: the queue is not empty
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// writeReq is one function waiting for its group.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sqlx.Tx) error
+	done chan error // capacity 1
+
+	panicked any // fn panicked with this value
+}
+
+func newGroupWriter() *groupWriter {
+	return &groupWriter{pending: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// writeGrouped runs fn in a write transaction shared with other grouped
+// writes, inside a savepoint: fn's changes are rolled back alone when it
+// fails, and committed with the group otherwise. It returns fn's error
+// (through translate), or the group's commit error. fn gets ctx without its
+// cancellation (an interrupted statement would roll back the whole group),
+// so it must be short; ctx is checked before fn runs. fn must not call the
+// DB (the group holds the writer connection).
+func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g := db.group
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return errors.New("sqlite: database is closed")
+	}
+	g.queue = append(g.queue, req)
+	g.mu.Unlock()
+	select {
+	case g.pending <- struct{}{}:
+	default:
+	}
+	err := <-req.done
+	if req.panicked != nil {
+		panic(req.panicked)
+	}
+	return err
+}
+
+// groupLoop runs groups until Close; then it fails what is still queued.
+func (db *DB) groupLoop() {
+	g := db.group
+	defer close(g.done)
+	for {
+		select {
+		case <-g.pending:
+		case <-g.stop:
+			g.mu.Lock()
+			g.closed = true
+			rest := g.queue
+			g.queue = nil
+			g.mu.Unlock()
+			for _, r := range rest {
+				r.done <- errors.New("sqlite: database is closed")
+			}
+			return
+		}
+		for {
+			g.mu.Lock()
+			n := min(len(g.queue), maxGroup)
+			batch := g.queue[:n:n]
+			g.queue = g.queue[n:]
+			if len(g.queue) == 0 {
+				g.queue = nil
+			}
+			g.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			db.runGroup(batch)
+		}
+	}
+}
+
+// runGroup runs batch in one transaction and answers each request.
+func (db *DB) runGroup(batch []*writeReq) {
+	results := make([]error, len(batch))
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	ctx := context.Background()
+	tx, err := db.writer.BeginTxx(ctx, nil)
+	if err != nil {
+		fail(translate(fmt.Errorf("begin write: %w", err)))
+		return
+	}
+	defer rollback(tx)
+	ran := false
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
+			fail(translate(fmt.Errorf("begin write: %w", err)))
+			return
+		}
+		if err := callFn(context.WithoutCancel(r.ctx), tx, r); err != nil {
+			results[i] = translate(err)
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO grouped`); err != nil {
+				// The transaction is gone (SQLite rolled it back).
+				fail(errors.Join(results[i], translate(fmt.Errorf("roll back write: %w", err))))
+				return
+			}
+		} else {
+			ran = true
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE grouped`); err != nil {
+			fail(translate(fmt.Errorf("end write: %w", err)))
+			return
+		}
+	}
+	if ran {
+		if err := tx.Commit(); err != nil {
+			fail(translate(fmt.Errorf("commit: %w", err)))
+			return
+		}
+	}
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+// callFn calls fn; a panic is recorded in r (writeGrouped panics with it
+// in the caller's goroutine) and returned as an error so that the group
+// rolls fn back and goes on.
+func callFn(ctx context.Context, tx *sqlx.Tx, r *writeReq) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.panicked = v
+			err = fmt.Errorf("write panicked: %v", v)
+		}
+	}()
+	return r.fn(ctx, tx)
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
+)
+
+// openGroupDB opens a fresh DB with a scratch table g(x INTEGER PRIMARY KEY).
+func openGroupDB(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	_, err = db.writer.Exec(`CREATE TABLE g (x INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	return db
+}
+
+func insertG(x int) func(ctx context.Context, tx *sqlx.Tx) error {
+	return func(ctx context.Context, tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO g (x) VALUES (?)`, x)
+		return err
+	}
+}
+
+func groupRows(t *testing.T, db *DB) []int {
+	t.Helper()
+	var xs []int
+	require.NoError(t, db.reader.Select(&xs, `SELECT x FROM g ORDER BY x`))
+	return xs
+}
+
+func TestGroupWriter(t *testing.T) {
+	t.Parallel()
+
+	t.Run("SavepointPerWrite", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		boom := errors.New("boom")
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := func(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) *writeReq {
+			return &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+		}
+		bg := context.Background()
+		batch := []*writeReq{
+			req(bg, insertG(1)),
+			req(bg, func(ctx context.Context, tx *sqlx.Tx) error { // rolled back alone
+				require.NoError(t, insertG(2)(ctx, tx))
+				return boom
+			}),
+			req(bg, insertG(1)), // constraint violation: ECONFLICT
+			req(cancelled, insertG(4)),
+			req(bg, insertG(3)),
+		}
+		db.runGroup(batch)
+		var errs []error
+		for _, r := range batch {
+			errs = append(errs, <-r.done)
+		}
+		require.NoError(t, errs[0])
+		require.ErrorIs(t, errs[1], boom)
+		require.Equal(t, graphserver.ECONFLICT, codeOf(errs[2]))
+		require.ErrorIs(t, errs[3], context.Canceled)
+		require.NoError(t, errs[4])
+		require.Equal(t, []int{1, 3}, groupRows(t, db))
+	})
+
+	t.Run("Concurrent", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		var wg sync.WaitGroup
+		errs := make([]error, 40)
+		for i := range errs {
+			wg.Go(func() {
+				x := i / 2 // every x twice: one of each pair conflicts
+				errs[i] = db.writeGrouped(context.Background(), insertG(x))
+			})
+		}
+		wg.Wait()
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				require.Equal(t, graphserver.ECONFLICT, codeOf(err))
+				failed++
+			}
+		}
+		require.Equal(t, 20, failed)
+		require.Len(t, groupRows(t, db), 20)
+	})
+
+	t.Run("PanicReachesCaller", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		require.PanicsWithValue(t, "bad write", func() {
+			_ = db.writeGrouped(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+				require.NoError(t, insertG(7)(ctx, tx))
+				panic("bad write")
+			})
+		})
+		require.NoError(t, db.writeGrouped(context.Background(), insertG(8)))
+		require.Equal(t, []int{8}, groupRows(t, db))
+	})
+
+	t.Run("Closed", func(t *testing.T) {
+		t.Parallel()
+		db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+		require.Error(t, db.writeGrouped(context.Background(), insertG(1)))
+		require.NoError(t, db.Close())
+	})
+}
+
+func codeOf(err error) string { return graphserver.ErrorCode(err) }
