@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -33,8 +34,17 @@ type writeReq struct {
 	fn   func(ctx context.Context, tx *sqlx.Tx) error
 	done chan error // capacity 1
 
+	// state is reqQueued until the group loop starts fn (reqStarted) or
+	// the caller gives up waiting (reqAbandoned), whichever comes first.
+	state    atomic.Int32
 	panicked any // fn panicked with this value
 }
+
+const (
+	reqQueued int32 = iota
+	reqStarted
+	reqAbandoned
+)
 
 func newGroupWriter() *groupWriter {
 	return &groupWriter{pending: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -46,7 +56,10 @@ func newGroupWriter() *groupWriter {
 // (through translate), or the group's commit error. fn gets ctx without its
 // cancellation (an interrupted statement would roll back the whole group),
 // so it must be short; ctx is checked before fn runs. fn must not call the
-// DB (the group holds the writer connection).
+// DB (the group holds the writer connection). When ctx ends while fn waits
+// for its group, writeGrouped returns ctx.Err() and fn never runs; once fn
+// has started, writeGrouped waits for the group's commit whatever ctx does,
+// so a committed write is never reported as failed.
 func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -64,7 +77,15 @@ func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx 
 	case g.pending <- struct{}{}:
 	default:
 	}
-	err := <-req.done
+	var err error
+	select {
+	case err = <-req.done:
+	case <-ctx.Done():
+		if req.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return ctx.Err()
+		}
+		err = <-req.done
+	}
 	if req.panicked != nil {
 		panic(req.panicked)
 	}
@@ -123,8 +144,8 @@ func (db *DB) runGroup(batch []*writeReq) {
 	defer rollback(tx)
 	ran := false
 	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			results[i] = err
+		if err := r.ctx.Err(); err != nil || !r.state.CompareAndSwap(reqQueued, reqStarted) {
+			results[i] = cmpErr(err, context.Canceled)
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
@@ -168,4 +189,12 @@ func callFn(ctx context.Context, tx *sqlx.Tx, r *writeReq) (err error) {
 		}
 	}()
 	return r.fn(ctx, tx)
+}
+
+// cmpErr returns err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }

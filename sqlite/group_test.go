@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
@@ -110,6 +111,53 @@ func TestGroupWriter(t *testing.T) {
 		require.Equal(t, []int{8}, groupRows(t, db))
 	})
 
+	t.Run("CallerGivesUpWhileQueued", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		// A long write outside the group holds the writer connection.
+		holding, release := make(chan struct{}), make(chan struct{})
+		held := make(chan error, 1)
+		go func() {
+			held <- db.write(context.Background(), func(tx *sqlx.Tx) error {
+				close(holding)
+				<-release
+				_, err := tx.Exec(`INSERT INTO g (x) VALUES (1)`)
+				return err
+			})
+		}()
+		<-holding
+		base, cancel := context.WithCancel(context.Background())
+		ctx := &checkedCtx{Context: base, checked: make(chan struct{})}
+		res := make(chan error, 1)
+		go func() { res <- db.writeGrouped(ctx, insertG(2)) }()
+		<-ctx.checked // past writeGrouped's first check: it waits for its group now
+		cancel()
+		select {
+		case err := <-res:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatal("writeGrouped kept waiting after its context ended")
+		}
+		close(release)
+		require.NoError(t, <-held)
+		// The abandoned write never ran; later writes go on.
+		require.NoError(t, db.writeGrouped(context.Background(), insertG(3)))
+		require.Equal(t, []int{1, 3}, groupRows(t, db))
+	})
+
+	t.Run("StartedWriteIsAwaited", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+			cancel() // the caller's context ends while fn runs
+			return insertG(5)(ctx, tx)
+		})
+		require.NoError(t, err, "a started write reports its own result")
+		require.Equal(t, []int{5}, groupRows(t, db))
+	})
+
 	t.Run("Closed", func(t *testing.T) {
 		t.Parallel()
 		db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
@@ -118,6 +166,18 @@ func TestGroupWriter(t *testing.T) {
 		require.Error(t, db.writeGrouped(context.Background(), insertG(1)))
 		require.NoError(t, db.Close())
 	})
+}
+
+// checkedCtx closes checked the first time Err is called.
+type checkedCtx struct {
+	context.Context
+	once    sync.Once
+	checked chan struct{}
+}
+
+func (c *checkedCtx) Err() error {
+	c.once.Do(func() { close(c.checked) })
+	return c.Context.Err()
 }
 
 func codeOf(err error) string { return graphserver.ErrorCode(err) }
