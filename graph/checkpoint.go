@@ -40,6 +40,7 @@ type ckpt struct {
 	start        any
 	hasStart     bool
 	pending      []graphserver.PendingWrite
+	runID        string // the run that wrote it (stored checkpoints)
 }
 
 // body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body),
@@ -259,6 +260,10 @@ func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
 	c := emptyCkpt(rec.NS)
 	c.id, c.parentID, c.createdAt = rec.CheckpointID, rec.ParentCheckpointID, rec.CreatedAt
 	c.metadata = rec.Metadata
+	c.runID = rec.RunID
+	if id, ok := rec.Metadata["run_id"].(string); ok && c.runID == "" {
+		c.runID = id
+	}
 	if s, ok := rec.Metadata["step"].(float64); ok {
 		c.step = int(s)
 	} else if s, ok := rec.Metadata["step"].(int); ok {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/stretchr/testify/require"
@@ -59,7 +60,7 @@ func (h *harness) run(req graphserver.GraphRun) (*recorder, error) {
 	req.ThreadID = h.thread
 	req.Checkpointer = h.cp
 	if req.RunID == "" {
-		req.RunID = "run-1"
+		req.RunID = uuid.NewString()
 	}
 	err := h.g.Run(context.Background(), &req, rec.emit)
 	return rec, err

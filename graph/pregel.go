@@ -158,7 +158,25 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 	if err != nil {
 		return nil, err
 	}
+	if r.ns == "" && r.rc.req.RunID != "" && fromID != "" {
+		// a retried run that forked continues from its own latest checkpoint
+		latest, err := load(ctx, r.rc.cp, r.rc.threadID, r.ns, "")
+		if err != nil {
+			return nil, err
+		}
+		if latest != nil && latest.runID == r.rc.req.RunID {
+			cs = latest
+		}
+	}
 	fresh := cs == nil
+	if !fresh && r.ns == "" && r.rc.req.RunID != "" && cs.runID == r.rc.req.RunID {
+		// This run wrote cs: it is a retry (a run released on close or
+		// recovered after a crash, claimed again with the same input), so
+		// it resumes from cs rather than applying its input or Command over
+		// its own progress (LangGraph's _first: a resume when the
+		// checkpoint's run_id is the run's).
+		input, hasInput, cmd = nil, false, nil
+	}
 	if fresh {
 		cs = emptyCkpt(r.ns)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
@@ -20,7 +21,7 @@ func TestRunStateMatchesState(t *testing.T) {
 	runState := func(t *testing.T, h *harness, req graphserver.GraphRun) (*graphserver.ThreadState, error) {
 		t.Helper()
 		req.ThreadID, req.Checkpointer = h.thread, h.cp
-		req.RunID = "run-" + req.Durability
+		req.RunID = uuid.NewString() // each run its own: a run id met again is a retry
 		req.Metadata = graphserver.Object{"graph_id": "g", "run_id": req.RunID}
 		return h.g.RunState(context.Background(), &req, (&recorder{}).emit)
 	}
