@@ -31,6 +31,8 @@ type task struct {
 	writes     []write
 	update     any
 	done       bool // finished before (its writes come from pending writes)
+	ran        bool // ran in this run (execTask returned)
+	saved      bool // its writes of this run are saved (PutWrites)
 	err        error
 	errRec     map[string]any
 	interrupts []graphserver.Interrupt
@@ -298,12 +300,14 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 	if werr := r.waitSave(); werr != nil {
 		return errors.Join(err, werr)
 	}
-	if r.rc.durability == "exit" {
-		for _, t := range tasks {
-			if !t.done && (t.writes != nil || t.interrupts != nil || t.errRec != nil) {
-				if perr := r.putWrites(wctx, cs, t); perr != nil {
-					return errors.Join(err, perr)
-				}
+	// Save the work of the tasks that finished but whose step was not
+	// committed (a lone task's writes, or any under durability exit), so
+	// that the next run does not run them again. Under durability exit the
+	// failures are saved too, as the other modes saved them when they came.
+	for _, t := range tasks {
+		if t.ran && !t.done && !t.saved && (t.errRec == nil || r.rc.durability == "exit") {
+			if perr := r.putWrites(wctx, cs, t); perr != nil {
+				return errors.Join(err, perr)
 			}
 		}
 	}
@@ -771,7 +775,11 @@ func (r *runner) putWrites(ctx context.Context, cs *ckpt, t *task) error {
 	for i, w := range ws {
 		pws[i] = graphserver.PendingWrite{TaskID: t.id, TaskPath: t.pathKey, Idx: i, Channel: w.ch, Value: mustJSON(w.v)}
 	}
-	return r.rc.cp.PutWrites(context.WithoutCancel(ctx), r.rc.threadID, r.ns, cs.id, t.id, pws)
+	if err := r.rc.cp.PutWrites(context.WithoutCancel(ctx), r.rc.threadID, r.ns, cs.id, t.id, pws); err != nil {
+		return err
+	}
+	t.saved = true
+	return nil
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -814,6 +822,7 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 		t.errRec = map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
 		t.writes = nil
 	}
+	t.ran = true
 	r.rc.taskEnd(r, t, step, out)
 }
 

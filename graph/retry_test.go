@@ -144,3 +144,39 @@ func TestRetriedCommandRunResumes(t *testing.T) {
 		})
 	}
 }
+
+// A lone task that finished before its run was cancelled, but before its
+// step was committed, keeps its writes: the next run does not run it again.
+func TestCancelKeepsLoneTaskWrites(t *testing.T) {
+	t.Parallel()
+	for _, durability := range []string{"sync", "async", "exit"} {
+		t.Run(durability, func(t *testing.T) {
+			t.Parallel()
+			var aRuns atomic.Int32
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			g := graph.New(graph.Channels{"log": graph.Append()})
+			g.AddNode("a", func(context.Context, graph.State) (any, error) {
+				if aRuns.Add(1) == 1 {
+					cancel(context.Canceled) // the run goes once a has finished
+				}
+				return graph.Update{"log": "a"}, nil
+			})
+			g.AddNode("b", func(context.Context, graph.State) (any, error) { return graph.Update{"log": "b"}, nil })
+			g.AddEdge(graph.Start, "a").AddEdge("a", "b").AddEdge("b", graph.End)
+			h := newHarness(t, compile(t, g, graph.CompileOptions{}))
+			err := h.g.Run(ctx, &graphserver.GraphRun{RunID: uuid.NewString(), ThreadID: h.thread, Checkpointer: h.cp,
+				Input: json.RawMessage(`{"log": ["in"]}`), Durability: durability}, nil)
+			require.ErrorIs(t, err, context.Canceled)
+			st := h.state()
+			require.Len(t, st.Tasks, 1)
+			require.Equal(t, "a", st.Tasks[0].Name)
+			require.Equal(t, map[string]any{"log": "a"}, st.Tasks[0].Result, "a's writes are saved")
+
+			_, err = h.run(graphserver.GraphRun{Durability: durability})
+			require.NoError(t, err)
+			require.Equal(t, []any{"in", "a", "b"}, h.state().Values.(map[string]any)["log"])
+			require.Equal(t, int32(1), aRuns.Load())
+		})
+	}
+}
