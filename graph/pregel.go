@@ -222,13 +222,14 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			return nil, r.exit(ctx, cs, nil, err)
 		}
 		step := cs.step + 1
+		if step > stop {
+			// checked before looking for tasks, as LangGraph's tick does
+			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
+		}
 		tasks := r.g.prepare(cs, r.ns)
 		attachWrites(tasks, cs.pending)
 		if len(tasks) == 0 {
 			break
-		}
-		if step > stop {
-			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
 		}
 		if r.shouldInterrupt(cs, r.rc.before(r), tasks) {
 			r.emitInterrupt(nil)

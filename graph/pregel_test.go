@@ -177,6 +177,22 @@ func TestRecursionLimit(t *testing.T) {
 	require.Equal(t, 5.0, h.state().Values.(map[string]any)["n"])
 }
 
+// START->a->b->c->END takes four supersteps (__start__, a, b, c): LangGraph
+// checks the limit at the top of each tick, before looking for tasks, so a
+// limit of 3 fails it and 4 lets it finish.
+func TestRecursionLimitCountsLastStep(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, chain(t, graph.CompileOptions{}))
+	_, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`{}`), Config: graphserver.Object{"recursion_limit": 3.0}})
+	require.Equal(t, "GraphRecursionError", graphserver.ErrorName(err))
+	require.Equal(t, []any{"a", "b", "c"}, h.state().Values.(map[string]any)["log"])
+
+	h = newHarness(t, chain(t, graph.CompileOptions{}))
+	_, err = h.run(graphserver.GraphRun{Input: json.RawMessage(`{}`), Config: graphserver.Object{"recursion_limit": 4.0}})
+	require.NoError(t, err)
+	require.Equal(t, []any{"a", "b", "c"}, h.state().Values.(map[string]any)["log"])
+}
+
 func TestForkFromOldCheckpoint(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, chain(t, graph.CompileOptions{}))
