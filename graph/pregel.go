@@ -78,6 +78,11 @@ type runner struct {
 	nullUsed   bool
 	nullValue  any
 	hasNull    bool
+
+	// the Command's update/goto writes not yet saved (durability exit) and
+	// the checkpoint they are pending on
+	nullWrites []graphserver.PendingWrite
+	nullAt     string
 }
 
 type saveOp struct {
@@ -301,6 +306,14 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 	if werr := r.waitSave(); werr != nil {
 		return errors.Join(err, werr)
 	}
+	if r.nullWrites != nil && r.nullAt == cs.id && r.saved == cs.id {
+		// no step consumed the Command's writes: keep them pending on the
+		// checkpoint, as LangGraph's _put_pending_writes does on exit
+		if perr := r.rc.cp.PutWrites(wctx, r.rc.threadID, r.ns, cs.id, nullTaskID, r.nullWrites); perr != nil {
+			return errors.Join(err, perr)
+		}
+		r.nullWrites = nil
+	}
 	// Save the work of the tasks that finished but whose step was not
 	// committed (a lone task's writes, or any under durability exit), so
 	// that the next run does not run them again. Under durability exit the
@@ -437,6 +450,8 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 		if err := r.rc.cp.PutWrites(ctx, r.rc.threadID, r.ns, cs.id, nullTaskID, pws); err != nil {
 			return err
 		}
+	} else {
+		r.nullWrites, r.nullAt = pws, cs.id
 	}
 	cs.pending = slices.DeleteFunc(cs.pending, func(w graphserver.PendingWrite) bool { return w.TaskID == nullTaskID })
 	cs.pending = append(cs.pending, pws...)

@@ -180,3 +180,30 @@ func TestCancelKeepsLoneTaskWrites(t *testing.T) {
 		})
 	}
 }
+
+// Under durability exit, a Command's update still pending when its run ends
+// is saved (LangGraph's _put_pending_writes on exit), so a later run applies it.
+func TestExitDurabilityKeepsCommandUpdate(t *testing.T) {
+	t.Parallel()
+	blk := newBlocker()
+	g := graph.New(graph.Channels{"log": graph.Append()})
+	g.AddNode("a", func(context.Context, graph.State) (any, error) { return graph.Update{"log": "a"}, nil })
+	g.AddNode("b", func(ctx context.Context, s graph.State) (any, error) {
+		if err := blk.wait(ctx); err != nil {
+			return nil, err
+		}
+		return graph.Update{"log": "b"}, nil
+	})
+	g.AddEdge(graph.Start, "a").AddEdge("a", "b").AddEdge("b", graph.End)
+	h := newHarness(t, compile(t, g, graph.CompileOptions{InterruptBefore: []string{"b"}}))
+	_, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`{"log": ["in"]}`), Durability: "exit"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, h.state().Next)
+
+	run := graphserver.GraphRun{RunID: uuid.NewString(), Durability: "exit", Command: &graphserver.Command{Update: json.RawMessage(`{"log": "cmd"}`)}}
+	require.ErrorIs(t, cancelWhenStarted(t, h, blk, run), context.Canceled)
+
+	_, err = h.run(graphserver.GraphRun{Durability: "exit"})
+	require.NoError(t, err)
+	require.Equal(t, []any{"in", "a", "cmd", "b"}, h.state().Values.(map[string]any)["log"])
+}
