@@ -421,7 +421,7 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 		if err := json.Unmarshal(cmd.Resume, &v); err != nil {
 			return graphserver.Errorf(graphserver.EINVALID, "command.resume is not valid JSON")
 		}
-		if m, ok := v.(map[string]any); ok && len(m) > 0 && r.isResumeMap(ctx, cs, m) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 && isResumeMap(m) {
 			r.resumeMap = m
 		} else {
 			writes = append(writes, write{chResume, v})
@@ -459,28 +459,27 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 }
 
 // isResumeMap tells whether m maps interrupt ids to values (rather than
-// being a single object resume value).
-func (r *runner) isResumeMap(ctx context.Context, cs *ckpt, m map[string]any) bool {
-	ids := map[string]bool{}
-	r.collectInterruptIDs(ctx, cs, ids)
+// being a single object resume value): all its keys look like interrupt ids
+// (32 hex digits). An id that matches no pending interrupt resumes nothing.
+func isResumeMap(m map[string]any) bool {
 	for k := range m {
-		if !ids[k] {
+		if !isInterruptID(k) {
 			return false
 		}
 	}
 	return true
 }
 
-func (r *runner) collectInterruptIDs(ctx context.Context, cs *ckpt, ids map[string]bool) {
-	for _, w := range cs.pending {
-		if w.Channel == chInterrupt {
-			var l []graphserver.Interrupt
-			_ = json.Unmarshal(w.Value, &l)
-			for _, i := range l {
-				ids[i.ID] = true
-			}
+func isInterruptID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
 		}
 	}
+	return true
 }
 
 // applyNullWrites applies the update/goto writes of a run's Command to cs in

@@ -207,3 +207,40 @@ func TestExitDurabilityKeepsCommandUpdate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{"in", "a", "cmd", "b"}, h.state().Values.(map[string]any)["log"])
 }
+
+// A resume map is recognized by its keys (interrupt ids: 32 hex digits),
+// not by all of them being pending here: an id that matches no interrupt
+// resumes nothing.
+func TestResumeMapWithUnknownID(t *testing.T) {
+	t.Parallel()
+	g := graph.New(graph.Channels{"log": graph.Append()})
+	g.AddNode("ask", func(ctx context.Context, s graph.State) (any, error) {
+		v, err := graph.Interrupt(ctx, "question")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Update{"log": v}, nil
+	})
+	g.AddEdge(graph.Start, "ask").AddEdge("ask", graph.End)
+	h := newHarness(t, compile(t, g, graph.CompileOptions{}))
+	h.input(`{"log": []}`)
+	st := h.state()
+	require.Len(t, st.Interrupts, 1)
+	id := st.Interrupts[0].ID
+	const unknown = "0123456789abcdef0123456789abcdef"
+	require.NotEqual(t, unknown, id)
+
+	// only an unknown id: the interrupt stays pending
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`{"` + unknown + `": "no"}`)}})
+	require.NoError(t, err)
+	st = h.state()
+	require.Equal(t, []string{"ask"}, st.Next)
+	require.Len(t, st.Interrupts, 1)
+	require.Equal(t, id, st.Interrupts[0].ID)
+
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`{"` + id + `": "yes", "` + unknown + `": "no"}`)}})
+	require.NoError(t, err)
+	st = h.state()
+	require.Empty(t, st.Next)
+	require.Equal(t, []any{"yes"}, st.Values.(map[string]any)["log"])
+}
