@@ -233,6 +233,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		}
 		tasks := r.g.prepare(cs, r.ns)
 		attachWrites(tasks, cs.pending)
+		// As LangGraph's tick: the current checkpoint (the input one, the
+		// one resumed from, or the last step's, after its values event) is
+		// emitted once its next tasks are known.
+		if cs.id != "" {
+			r.rc.emitCheckpoint(r, cs)
+		}
 		if len(tasks) == 0 {
 			break
 		}
@@ -269,7 +275,6 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		if err := r.persist(ctx, cs, false); err != nil {
 			return nil, err
 		}
-		r.rc.emitCheckpoint(r, cs)
 		if r.g.outputUpdated(updatedChans) {
 			r.emit("values", r.g.output(r.g.view(cs)))
 		}
@@ -380,7 +385,6 @@ func (r *runner) startInput(ctx context.Context, cs *ckpt, input any) (*ckpt, er
 	if err := r.persist(ctx, next, false); err != nil {
 		return nil, err
 	}
-	r.rc.emitCheckpoint(r, next)
 	return next, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -334,4 +335,31 @@ func TestCancelReturnsCause(t *testing.T) {
 		}
 	})
 	require.ErrorIs(t, err, cause)
+}
+
+// A step's values event comes before its checkpoint, which is emitted once
+// the next tasks are known (LangGraph's tick); a resumed run emits the
+// checkpoint it resumes from once, after its values.
+func TestStreamOrderValuesThenCheckpoint(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, chain(t, graph.CompileOptions{InterruptBefore: []string{"b"}}))
+	order := func(rec *recorder) []string {
+		var out []string
+		for _, p := range rec.parts {
+			switch p.Event {
+			case "values":
+				out = append(out, "v")
+			case "checkpoints":
+				var c struct{ Next []string }
+				require.NoError(t, json.Unmarshal(p.Data, &c))
+				out = append(out, fmt.Sprint("cp", c.Next))
+			}
+		}
+		return out
+	}
+	rec := h.input(`{"log": ["x"]}`, "values", "checkpoints")
+	require.Equal(t, []string{"cp[__start__]", "v", "cp[a]", "v", "cp[b]", "v"}, order(rec))
+	rec, err := h.run(graphserver.GraphRun{StreamModes: []string{"values", "checkpoints"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"v", "cp[b]", "v", "cp[c]", "v", "cp[]"}, order(rec))
 }
