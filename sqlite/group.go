@@ -93,6 +93,8 @@ func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx 
 }
 
 // groupLoop runs groups until Close; then it fails what is still queued.
+// Close marks the writer closed before it closes stop, so no write joins
+// the queue after that and the loop reaches stop.
 func (db *DB) groupLoop() {
 	g := db.group
 	defer close(g.done)

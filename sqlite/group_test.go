@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,6 +158,64 @@ func TestGroupWriter(t *testing.T) {
 		})
 		require.NoError(t, err, "a started write reports its own result")
 		require.Equal(t, []int{5}, groupRows(t, db))
+	})
+
+	t.Run("CloseUnderLoad", func(t *testing.T) {
+		t.Parallel()
+		db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
+		require.NoError(t, err)
+		_, err = db.writer.Exec(`CREATE TABLE g (x INTEGER PRIMARY KEY)`)
+		require.NoError(t, err)
+		g := db.group
+		// Writers keep queueing; each write returns only once another one
+		// is queued (or writes are refused), so the queue never empties
+		// between groups while the load lasts.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		next := 0
+		loaded := make(chan struct{})
+		var once sync.Once
+		var giveUp atomic.Bool // the test failed: end the load
+		for range 8 {
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					next++
+					n := next
+					mu.Unlock()
+					if n == 200 {
+						once.Do(func() { close(loaded) })
+					}
+					err := db.writeGrouped(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+						for {
+							g.mu.Lock()
+							busy := len(g.queue) > 0 || g.closed || giveUp.Load()
+							g.mu.Unlock()
+							if busy {
+								return insertG(n)(ctx, tx)
+							}
+							runtime.Gosched()
+						}
+					})
+					if err != nil || giveUp.Load() {
+						return
+					}
+				}
+			})
+		}
+		<-loaded
+		closed := make(chan error, 1)
+		go func() { closed <- db.Close() }()
+		select {
+		case err := <-closed:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			giveUp.Store(true)
+			wg.Wait()
+			<-closed
+			t.Fatal("Close did not return while writes kept coming")
+		}
+		wg.Wait()
 	})
 
 	t.Run("Closed", func(t *testing.T) {

@@ -171,6 +171,11 @@ func openPool(dsn string) (*sqlx.DB, error) {
 // close the Server first. Closing again returns the first result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		// Refuse new writes first: under a steady load the group loop
+		// would otherwise never find its queue empty and see stop.
+		db.group.mu.Lock()
+		db.group.closed = true
+		db.group.mu.Unlock()
 		close(db.group.stop)
 		<-db.group.done
 		db.closeErr = errors.Join(db.reader.Close(), db.writer.Close())
