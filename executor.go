@@ -89,7 +89,7 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	var renew sync.WaitGroup
 	renew.Go(func() { q.renewLease(ctx, run.RunID, token, cancel, stopRenew) })
 	startedAt := s.clock()
-	out := q.runGraph(ctx, run, log)
+	out := q.runGraph(ctx, run, log, func(cp Checkpointer) Checkpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
 	close(stopRenew)
 	renew.Wait()
 	q.finish(ctx, run, out, startedAt, log, token)
@@ -126,7 +126,8 @@ func (q *runQueue) renewLease(ctx context.Context, runID, token string, cancel c
 }
 
 // runGraph executes the run's graph and classifies the result.
-func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOutcome {
+// scope wraps the Storage's Checkpointer for the run (runCheckpointer).
+func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope func(Checkpointer) Checkpointer) *runOutcome {
 	s := q.s
 	out := &runOutcome{tracker: &outputTracker{}, cfg: run.Kwargs.Config}
 	configurable, _ := asObject(run.Kwargs.Config["configurable"])
@@ -173,7 +174,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOu
 		Store:           s.graphStore(),
 	}
 	if !run.Kwargs.Temporary {
-		gr.Checkpointer = s.storage
+		gr.Checkpointer = scope(s.storage)
 	}
 	subgraphs := run.Kwargs.Subgraphs
 	emit := func(p StreamPart) {
@@ -215,6 +216,42 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog) *runOu
 		out.status, out.err = RunError, err
 	}
 	return out
+}
+
+// runCheckpointer returns the Checkpointer a claimed run's graph writes
+// through: when the Storage is a RunCheckpointer, the run's writes are
+// recorded as its own (a rollback deletes them) and need its lease (token);
+// a write refused because the lease was lost cancels the run with
+// errLeaseLost, which releases it.
+func (q *runQueue) runCheckpointer(cp Checkpointer, runID, token string, cancel context.CancelCauseFunc) Checkpointer {
+	rc, ok := q.storage.(RunCheckpointer)
+	if !ok {
+		return cp
+	}
+	return &leasedCheckpointer{Checkpointer: cp, rc: rc, runID: runID, token: token, cancel: cancel}
+}
+
+// leasedCheckpointer is a run's Checkpointer (runCheckpointer).
+type leasedCheckpointer struct {
+	Checkpointer
+	rc           RunCheckpointer
+	runID, token string
+	cancel       context.CancelCauseFunc
+}
+
+func (c *leasedCheckpointer) PutCheckpoint(ctx context.Context, cp *CheckpointRecord) error {
+	return c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp))
+}
+
+func (c *leasedCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error {
+	return c.check(c.rc.PutRunWrites(ctx, c.runID, c.token, threadID, ns, checkpointID, taskID, writes))
+}
+
+func (c *leasedCheckpointer) check(err error) error {
+	if ErrorCode(err) == ENOTFOUND {
+		c.cancel(errLeaseLost)
+	}
+	return err
 }
 
 // runSafely calls g.Run (RunState for a StateRunner), turning a panic into

@@ -86,3 +86,21 @@ type ThreadStorage interface {
 type Optimizer interface {
 	Optimize(ctx context.Context) error
 }
+
+// RunCheckpointer is an optional Storage capability, detected with a type
+// assertion: the checkpoint writes of a claimed run, tied to the run and its
+// lease. When the Storage implements it, a run's graph writes its
+// checkpoints through it, so that a rollback deletes everything the run
+// wrote and an execution that lost its lease cannot write beside the new
+// claim.
+type RunCheckpointer interface {
+	// PutRunCheckpoint is PutCheckpoint for run runID, in a transaction that
+	// first checks that owner holds the run (status running, lease owner):
+	// ENOTFOUND when it does not.
+	PutRunCheckpoint(ctx context.Context, runID, owner string, cp *CheckpointRecord) error
+	// PutRunWrites is PutWrites for run runID held by owner (ENOTFOUND
+	// otherwise). The writes are the run's: deleting the run (a rollback,
+	// DeleteRun) deletes them, and puts back the writes of the task they
+	// replaced.
+	PutRunWrites(ctx context.Context, runID, owner, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
@@ -1056,4 +1057,75 @@ func TestRunsReleasedStream(t *testing.T) {
 	evs, err := readAllSSE(t, resp.Body)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	require.NotContains(t, names(evs), "error")
+}
+
+// TestRunsRollbackAfterResume rolls back a run that resumed from an
+// interrupt with a command update while it runs a later node: the thread's
+// state afterwards is the state before the run (its pending writes on the
+// checkpoint it resumed from are gone, the interrupt is back), and a run
+// continuing the thread with input null does not see the rolled-back update.
+func TestRunsRollbackAfterResume(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	g := graph.New(graph.Channels{"log": graph.AddMessages(), "note": graph.LastValue()})
+	g.AddNode("ask", func(ctx context.Context, s graph.State) (any, error) {
+		answer, err := graph.Interrupt(ctx, "ok?")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Update{"note": answer}, nil
+	})
+	g.AddNode("slow", func(ctx context.Context, s graph.State) (any, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		return graph.Update{"note": "slow:" + s.String("note")}, nil
+	})
+	g.AddEdge(graph.Start, "ask").AddEdge("ask", "slow").AddEdge("slow", graph.End)
+	compiled, err := g.Compile(graph.CompileOptions{Name: "resumer"})
+	require.NoError(t, err)
+	e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) { o.Graphs["resumer"] = compiled }})
+	tid := e.thread(t)
+
+	e.call(t, "POST", "/threads/"+tid+"/runs/wait", `{"assistant_id":"resumer","input":{"note":"start"}}`, 200)
+	stateBefore := e.call(t, "GET", "/threads/"+tid+"/state", "", 200)
+	threadBefore := e.call(t, "GET", "/threads/"+tid, "", 200)
+	require.Contains(t, stateBefore, `"ok?"`)
+	cpBefore, err := e.db.GetCheckpoint(t.Context(), tid, "", "")
+	require.NoError(t, err)
+
+	run := e.createRun(t, tid, `{"assistant_id":"resumer","command":{"update":{"note":"updated"},"resume":"yes"}}`)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resumed run did not reach slow")
+	}
+	e.call(t, "POST", "/threads/"+tid+"/runs/"+run.RunID+"/cancel?action=rollback&wait=1", "", 200)
+	e.call(t, "GET", "/threads/"+tid+"/runs/"+run.RunID, "", 404)
+
+	require.JSONEq(t, stateBefore, e.call(t, "GET", "/threads/"+tid+"/state", "", 200))
+	cpAfter, err := e.db.GetCheckpoint(t.Context(), tid, "", "")
+	require.NoError(t, err)
+	require.Equal(t, cpBefore.CheckpointID, cpAfter.CheckpointID)
+	require.ElementsMatch(t, cpBefore.PendingWrites, cpAfter.PendingWrites, "the run's command writes are gone")
+	var before, after map[string]any
+	require.NoError(t, json.Unmarshal([]byte(threadBefore), &before))
+	require.NoError(t, json.Unmarshal([]byte(e.call(t, "GET", "/threads/"+tid, "", 200)), &after))
+	for _, k := range []string{"status", "values", "interrupts"} {
+		require.Equal(t, before[k], after[k], k)
+	}
+
+	// Continuing with input null does not apply the rolled-back command:
+	// the graph stops at the same interrupt again.
+	close(release)
+	out := e.call(t, "POST", "/threads/"+tid+"/runs/wait", `{"assistant_id":"resumer","input":null}`, 200)
+	require.Contains(t, out, `"__interrupt__"`)
+	require.Contains(t, out, `"ok?"`)
+	var th graphserver.Thread
+	require.NoError(t, json.Unmarshal([]byte(e.call(t, "GET", "/threads/"+tid, "", 200)), &th))
+	require.Equal(t, graphserver.ThreadInterrupted, th.Status)
+	require.JSONEq(t, `{"log":[],"note":"start"}`, string(th.Values))
 }

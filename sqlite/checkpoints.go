@@ -283,6 +283,20 @@ func addSharedMetadata(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (
 // invalid JSON, a delta blob that is not an array or whose base version is
 // not stored.
 func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
+	if err := validCheckpoint(cp); err != nil {
+		return err
+	}
+	created := cp.CreatedAt
+	if created.IsZero() {
+		created = db.now()
+	}
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		return putCheckpoint(ctx, tx, cp, created)
+	})
+}
+
+// validCheckpoint checks what PutCheckpoint checks before writing.
+func validCheckpoint(cp *graphserver.CheckpointRecord) error {
 	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
 	}
@@ -297,13 +311,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
 		}
 	}
-	created := cp.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created)
-	})
+	return nil
 }
 
 // arrayInner returns the text between the brackets of a JSON array (its
@@ -497,34 +505,108 @@ func (p *placer) put(b graphserver.ChannelBlob) error {
 // at that checkpoint are replaced by writes (TaskID set to taskID). ENOTFOUND
 // when the thread does not exist.
 func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+	if err := validWrites(writes); err != nil {
+		return err
+	}
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		return putWrites(ctx, tx, "", threadID, ns, cpID, taskID, writes)
+	})
+}
+
+// PutRunCheckpoint implements graphserver.RunCheckpointer: PutCheckpoint,
+// in a transaction that first checks that owner holds run runID (ENOTFOUND
+// when not).
+func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *graphserver.CheckpointRecord) error {
+	if err := validCheckpoint(cp); err != nil {
+		return err
+	}
+	created := cp.CreatedAt
+	if created.IsZero() {
+		created = db.now()
+	}
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		if err := holdsRun(ctx, tx, runID, owner); err != nil {
+			return err
+		}
+		return putCheckpoint(ctx, tx, cp, created)
+	})
+}
+
+// PutRunWrites implements graphserver.RunCheckpointer: PutWrites for run
+// runID held by owner (ENOTFOUND when not), recording the writes as the
+// run's; the writes of the task made by another run (or none) move to
+// checkpoint_writes_replaced, from where deleting the run restores them.
+func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+	if runID == "" {
+		return graphserver.Errorf(graphserver.EINVALID, "A run id is required.")
+	}
+	if err := validWrites(writes); err != nil {
+		return err
+	}
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		if err := holdsRun(ctx, tx, runID, owner); err != nil {
+			return err
+		}
+		return putWrites(ctx, tx, runID, threadID, ns, cpID, taskID, writes)
+	})
+}
+
+// holdsRun returns ENOTFOUND unless owner holds run runID's lease.
+func holdsRun(ctx context.Context, tx *sqlx.Tx, runID, owner string) error {
+	var n int
+	err := tx.GetContext(ctx, &n, `SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, runID, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
+	} else if err != nil {
+		return fmt.Errorf("check lease of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+func validWrites(writes []graphserver.PendingWrite) error {
 	for _, w := range writes {
 		if !json.Valid(w.Value) {
 			return graphserver.Errorf(graphserver.EINVALID, "The pending write to channel %q is not valid JSON.", w.Channel)
 		}
 	}
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		tid, err := ensureThreadKey(ctx, tx, threadID)
-		if err != nil {
-			return err
+	return nil
+}
+
+// putWrites replaces the writes of task taskID at a checkpoint, recording
+// them as run runID's ("" = no run). A run keeps the rows it replaces that
+// are not its own in checkpoint_writes_replaced.
+func putWrites(ctx context.Context, tx *sqlx.Tx, runID, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+	tid, err := ensureThreadKey(ctx, tx, threadID)
+	if err != nil {
+		return err
+	}
+	run, cp := checkpointID(runID), checkpointID(cpID)
+	if runID != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO checkpoint_writes_replaced
+			(tid, replaced_by, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value, run_id)
+			SELECT tid, ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value, run_id
+			FROM checkpoint_writes WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? AND run_id <> ?`,
+			run, tid, ns, cp, taskID, run); err != nil {
+			return fmt.Errorf("put writes: keep replaced writes: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes
-			WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?`,
-			tid, ns, checkpointID(cpID), taskID); err != nil {
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes
+		WHERE tid = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?`,
+		tid, ns, cp, taskID); err != nil {
+		return fmt.Errorf("put writes: %w", err)
+	}
+	for _, w := range writes {
+		_, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_writes
+			(tid, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value, run_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tid, ns, cp, taskID, w.TaskPath, w.Idx, w.Channel, string(w.Value), run)
+		if isConstraint(err) {
+			return graphserver.Errorf(graphserver.EINVALID, "Two pending writes of task %s share index %d.", taskID, w.Idx)
+		} else if err != nil {
 			return fmt.Errorf("put writes: %w", err)
 		}
-		for _, w := range writes {
-			_, err := tx.ExecContext(ctx, `INSERT INTO checkpoint_writes
-				(tid, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				tid, ns, checkpointID(cpID), taskID, w.TaskPath, w.Idx, w.Channel, string(w.Value))
-			if isConstraint(err) {
-				return graphserver.Errorf(graphserver.EINVALID, "Two pending writes of task %s share index %d.", taskID, w.Idx)
-			} else if err != nil {
-				return fmt.Errorf("put writes: %w", err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // GetCheckpoint implements graphserver.Checkpointer.
@@ -843,20 +925,43 @@ func (db *DB) DeleteRunCheckpoints(ctx context.Context, threadID, runID string) 
 	})
 }
 
-// deleteRunCheckpoints is DeleteRunCheckpoints in tx.
+// deleteRunCheckpoints is DeleteRunCheckpoints in tx. The run's pending
+// writes on other checkpoints go too, and the writes they replaced come
+// back.
 func deleteRunCheckpoints(ctx context.Context, tx *sqlx.Tx, threadID, runID string) error {
 	tid, ok, err := threadKey(ctx, tx, threadID)
 	if err != nil || !ok {
 		return err
 	}
+	run := checkpointID(runID)
 	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tid = ? AND (checkpoint_ns, checkpoint_id) IN
 		(SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE tid = ? AND run_id = ?)`,
-		tid, tid, checkpointID(runID)); err != nil {
+		tid, tid, run); err != nil {
 		return fmt.Errorf("delete run writes: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE tid = ? AND run_id = ?`, tid, checkpointID(runID))
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tid = ? AND run_id = ?`, tid, run); err != nil {
+		return fmt.Errorf("delete run writes: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE tid = ? AND run_id = ?`, tid, run)
 	if err != nil {
 		return fmt.Errorf("delete run checkpoints: %w", err)
+	}
+	// Put back what the run replaced, unless its task has writes again
+	// (a later run's) or the checkpoint is gone.
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO checkpoint_writes
+		(tid, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value, run_id)
+		SELECT r.tid, r.checkpoint_ns, r.checkpoint_id, r.task_id, r.task_path, r.idx, r.channel, r.value, r.run_id
+		FROM checkpoint_writes_replaced AS r
+		WHERE r.tid = ?1 AND r.replaced_by = ?2
+			AND EXISTS (SELECT 1 FROM checkpoints AS c
+				WHERE c.tid = ?1 AND c.checkpoint_ns = r.checkpoint_ns AND c.checkpoint_id = r.checkpoint_id)
+			AND NOT EXISTS (SELECT 1 FROM checkpoint_writes AS w WHERE w.tid = ?1 AND w.checkpoint_ns = r.checkpoint_ns
+				AND w.checkpoint_id = r.checkpoint_id AND w.task_id = r.task_id)`, tid, run); err != nil {
+		return fmt.Errorf("restore replaced writes: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes_replaced WHERE tid = ?1 AND (replaced_by = ?2 OR run_id = ?2)`,
+		tid, run); err != nil {
+		return fmt.Errorf("delete replaced writes: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return err
@@ -961,6 +1066,7 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 		return err
 	}
 	for _, q := range []string{
+		`DELETE FROM checkpoint_writes_replaced WHERE tid = ?`,
 		`DELETE FROM checkpoints WHERE tid = ?`,
 		`DELETE FROM checkpoint_blobs WHERE tid = ?`,
 		`DELETE FROM checkpoint_metadata WHERE tid = ?`,

@@ -77,6 +77,8 @@ type DB struct {
 var (
 	_ graphserver.Storage   = (*DB)(nil)
 	_ graphserver.Optimizer = (*DB)(nil)
+
+	_ graphserver.RunCheckpointer = (*DB)(nil)
 )
 
 // OpenOptions tunes Open. The zero value is the default.

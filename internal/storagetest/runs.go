@@ -400,6 +400,89 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
 
+	t.Run("RunCheckpointerRollback", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rc, ok := b.st.(graphserver.RunCheckpointer)
+		if !ok {
+			t.Skip("storage does not implement RunCheckpointer")
+		}
+		ctx := t.Context()
+		pw := func(task, ch, v string) []graphserver.PendingWrite {
+			return []graphserver.PendingWrite{{TaskID: task, Channel: ch, Value: json.RawMessage(v)}}
+		}
+		// r0 wrote c0 and paused there: task a interrupted, task b done.
+		insertRun(t, b.rs, runOpts{ID: "r0", ThreadID: "t1"})
+		_, err := b.rs.ClaimRun(ctx, "w0", at(1), at(60))
+		require.NoError(t, err)
+		require.NoError(t, rc.PutRunCheckpoint(ctx, "r0", "w0", &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c0", RunID: "r0",
+			CreatedAt: at(1), ChannelVersions: map[string]string{"x": "1"}, NewBlobs: []graphserver.ChannelBlob{blob("x", "1", "", `0`)}}))
+		require.NoError(t, rc.PutRunWrites(ctx, "r0", "w0", "t1", "", "c0", "a", pw("a", "__interrupt__", `[{"value":"?"}]`)))
+		require.NoError(t, rc.PutRunWrites(ctx, "r0", "w0", "t1", "", "c0", "b", pw("b", "x", `2`)))
+		require.NoError(t, b.rs.FinishRun(ctx, &graphserver.RunFinish{RunID: "r0", Owner: "w0", Status: graphserver.RunInterrupted, Now: at(2)}))
+		before, err := b.st.GetCheckpoint(ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c0", before.CheckpointID)
+
+		// r1 resumes from c0 (command update, task a's result), writes c1,
+		// and is rolled back.
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		_, err = b.rs.ClaimRun(ctx, "w1", at(3), at(60))
+		require.NoError(t, err)
+		require.NoError(t, rc.PutRunWrites(ctx, "r1", "w1", "t1", "", "c0", "00000000-0000-0000-0000-000000000000", pw("00000000-0000-0000-0000-000000000000", "x", `7`)))
+		require.NoError(t, rc.PutRunWrites(ctx, "r1", "w1", "t1", "", "c0", "a", pw("a", "x", `1`)))
+		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w1", &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", ParentCheckpointID: "c0",
+			RunID: "r1", CreatedAt: at(3), ChannelVersions: map[string]string{"x": "2"}, NewBlobs: []graphserver.ChannelBlob{blob("x", "2", "", `10`)}}))
+		mid, err := b.st.GetCheckpoint(ctx, "t1", "", "c0")
+		require.NoError(t, err)
+		require.Len(t, mid.PendingWrites, 3)
+		require.NoError(t, b.rs.FinishRun(ctx, &graphserver.RunFinish{RunID: "r1", Owner: "w1", Delete: true, Now: at(4)}))
+
+		after, err := b.st.GetCheckpoint(ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c0", after.CheckpointID)
+		require.ElementsMatch(t, before.PendingWrites, after.PendingWrites, "the thread is back to its state before r1")
+
+		// Deleting r0 (finished) takes its writes with its checkpoint.
+		require.NoError(t, b.rs.DeleteRun(ctx, "t1", "r0", nil))
+		_, err = b.st.GetCheckpoint(ctx, "t1", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
+	t.Run("RunCheckpointerNeedsLease", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rc, ok := b.st.(graphserver.RunCheckpointer)
+		if !ok {
+			t.Skip("storage does not implement RunCheckpointer")
+		}
+		ctx := t.Context()
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		_, err := b.rs.ClaimRun(ctx, "w1", at(1), at(10))
+		require.NoError(t, err)
+		cp := func(id string) *graphserver.CheckpointRecord {
+			return &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: id, RunID: "r1", CreatedAt: at(1),
+				ChannelVersions: map[string]string{"x": id}, NewBlobs: []graphserver.ChannelBlob{blob("x", id, "", `1`)}}
+		}
+		writes := []graphserver.PendingWrite{{TaskID: "a", Channel: "x", Value: json.RawMessage(`1`)}}
+		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w1", cp("c1")))
+		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "other", cp("c2")), graphserver.ENOTFOUND)
+
+		// The lease lapses and another claim takes the run over.
+		swept, err := b.rs.SweepRuns(ctx, at(20), 5)
+		require.NoError(t, err)
+		require.Len(t, swept, 1)
+		_, err = b.rs.ClaimRun(ctx, "w2", at(21), at(80))
+		require.NoError(t, err)
+		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "w1", cp("c3")), graphserver.ENOTFOUND)
+		requireCode(t, rc.PutRunWrites(ctx, "r1", "w1", "t1", "", "c1", "a", writes), graphserver.ENOTFOUND)
+		got, err := b.st.GetCheckpoint(ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c1", got.CheckpointID)
+		require.Empty(t, got.PendingWrites)
+		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w2", cp("c4")), "the new claim writes")
+	})
+
 	t.Run("Sweep", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
