@@ -348,7 +348,7 @@ func TestLeasePerClaim(t *testing.T) {
 	b := setupRuns(t, func(o *graphserver.Options) {
 		flaky = &flakyRenew{DB: o.Storage.(*sqlite.DB), fail: true}
 		o.Storage = flaky
-		o.LeaseDuration = 600 * time.Millisecond
+		o.LeaseDuration = 2 * time.Second
 	})
 	tid := b.thread(t)
 	st, err := b.srv.StreamRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"a":1}`)})
@@ -445,7 +445,7 @@ func TestLeaseLostToOtherProcess(t *testing.T) {
 	a := setupRuns(t, func(o *graphserver.Options) {
 		flaky = &flakyRenew{DB: o.Storage.(*sqlite.DB), fail: true}
 		o.Storage = flaky
-		o.LeaseDuration = 600 * time.Millisecond
+		o.LeaseDuration = 2 * time.Second
 		o.Workers = 1 // the stale execution holds the only slot: the other process claims the run
 	})
 	tid := a.thread(t)

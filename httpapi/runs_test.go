@@ -716,7 +716,7 @@ func TestRunsLifecycle(t *testing.T) {
 	})
 	t.Run("Timeout", func(t *testing.T) {
 		t.Parallel()
-		e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) { o.MaxRunTime = 50 * time.Millisecond }})
+		e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) { o.MaxRunTime = 2 * time.Second }})
 		tid := e.thread(t)
 		resp := e.do(t, t.Context(), "POST", "/threads/"+tid+"/runs/stream", `{"assistant_id":"block","input":{"a":1}}`)
 		defer resp.Body.Close()
@@ -971,9 +971,10 @@ func TestRunsOtherProcess(t *testing.T) {
 	t.Parallel()
 	setup := func(t *testing.T) (exec, other *runEnv) {
 		t.Helper()
-		// A short lease: the executing process sees a cancellation recorded
-		// by the other one at its next renewal (every lease/3).
-		exec = newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) { o.LeaseDuration = 300 * time.Millisecond }})
+		// The executing process sees a cancellation recorded by the other
+		// one at its next renewal (every lease/3); the lease is long enough
+		// that a loaded machine never lets it lapse by accident.
+		exec = newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) { o.LeaseDuration = 2 * time.Second }})
 		db := exec.db
 		opts := graphserver.Options{Storage: db, PollInterval: 10 * time.Millisecond, Graphs: map[string]graphserver.Graph{
 			"echo": graphtest.Echo{}, "fail": graphtest.Fail{}, "block": graphtest.NewBlocking()}}
