@@ -20,10 +20,11 @@ function binary() {
   return out;
 }
 
-// startServer launches the server and resolves once it prints its address.
-export async function startServer() {
+// startServer launches the server (with extra flags, if any) and resolves
+// once it prints its address.
+export async function startServer(...flags) {
   const dir = mkdtempSync(join(tmpdir(), "gs-e2e-"));
-  const child = spawn(binary(), ["-addr", "127.0.0.1:0", "-db", join(dir, "gs.db")], {
+  const child = spawn(binary(), ["-addr", "127.0.0.1:0", "-db", join(dir, "gs.db"), ...flags], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";

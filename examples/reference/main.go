@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	fs := flag.NewFlagSet("reference", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
 	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit)")
+	privateWebhooks := fs.Bool("allow-private-webhooks", false, "accept webhook URLs on private and loopback addresses (tests with a local receiver)")
 	configJSON := fs.String("config", cmp.Or(os.Getenv("LANGGRAPH_CONFIG"), defaultConfig),
 		`system assistants' config/context by graph id: {"<graph_id>": {"configurable": {...}} | {"context": {...}}}`)
 	if err := fs.Parse(args); err != nil {
@@ -90,7 +91,12 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		Graphs:       graphs,
 		GraphConfigs: seeds,
 		Logger:       logger,
-		Webhooks:     graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{})},
+		Webhooks: graphserver.WebhookOptions{
+			Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{AllowPrivate: *privateWebhooks}),
+			Policy: graphserver.WebhookPolicy{AllowPrivate: *privateWebhooks},
+			// Retries come quickly so a test receiver that fails sees them.
+			Backoff: 100 * time.Millisecond,
+		},
 	})
 	if err != nil {
 		return err
