@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
-	"github.com/graphserver/graphserver/internal/testgraph"
+	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -28,7 +28,7 @@ func newServer(t *testing.T) *graphserver.Server {
 	now := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
 	srv, err := graphserver.New(graphserver.Options{
 		Storage: db,
-		Graphs:  map[string]graphserver.Graph{"agent": testgraph.Nop{}, "other": testgraph.Nop{}},
+		Graphs:  map[string]graphserver.Graph{"agent": graphtest.Nop{}, "other": graphtest.Nop{}},
 		Now: func() time.Time {
 			mu.Lock()
 			defer mu.Unlock()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/httpapi"
-	"github.com/graphserver/graphserver/internal/testgraph"
+	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -37,7 +37,7 @@ func newServer(t *testing.T) *graphserver.Server {
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
 	srv, err := graphserver.New(graphserver.Options{
 		Storage: db,
-		Graphs:  map[string]graphserver.Graph{"agent": testgraph.Nop{}, "other": testgraph.Nop{}},
+		Graphs:  map[string]graphserver.Graph{"agent": graphtest.Nop{}, "other": graphtest.Nop{}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(t.Context()))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/httpapi"
-	"github.com/graphserver/graphserver/internal/testgraph"
+	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -123,7 +123,7 @@ func TestStore(t *testing.T) {
 
 // memoryGraph is a one-node Graph whose node writes {"fact": input.fact}
 // under memories.<input.user>/fact through the Store the run hands it.
-type memoryGraph struct{ testgraph.Nop }
+type memoryGraph struct{ graphtest.Nop }
 
 func (memoryGraph) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
 	var in struct {

@@ -1,9 +1,9 @@
 // Package graphtest holds hand-written graphserver.Graph fakes for testing the
 // run machinery without the graph engine: Echo, Fail, Interrupt, Blocking,
-// Parts, Failing and FlakyState. Each keeps its whole state in one channel
-// ("__values__") of one checkpoint per run, written through the run's
-// Checkpointer, so State, rollback and thread summaries behave as with a
-// real engine.
+// Parts, Failing and FlakyState, plus Nop, which cannot run. Each runnable
+// fake keeps its whole state in one channel ("__values__") of one checkpoint
+// per run, written through the run's Checkpointer, so State, rollback and
+// thread summaries behave as with a real engine.
 package graphtest
 
 import (
@@ -121,6 +121,35 @@ func (base) Schemas(context.Context, graphserver.Object) (*graphserver.GraphSche
 // Subgraphs returns none.
 func (base) Subgraphs(context.Context, graphserver.Object, string, bool) (map[string]*graphserver.GraphSchemas, error) {
 	return map[string]*graphserver.GraphSchemas{}, nil
+}
+
+// Nop is a Graph that cannot run: Run, State, History and UpdateState
+// return EBADREQUEST. It lets tests register graph ids (and so system
+// assistants) without an engine.
+type Nop struct{ base }
+
+var _ graphserver.Graph = Nop{}
+
+var errNop = graphserver.Errorf(graphserver.EBADREQUEST, "graphtest.Nop cannot run")
+
+// Run returns EBADREQUEST.
+func (Nop) Run(context.Context, *graphserver.GraphRun, func(graphserver.StreamPart)) error {
+	return errNop
+}
+
+// State returns EBADREQUEST.
+func (Nop) State(context.Context, *graphserver.StateRequest) (*graphserver.ThreadState, error) {
+	return nil, errNop
+}
+
+// History returns EBADREQUEST.
+func (Nop) History(context.Context, *graphserver.HistoryRequest) ([]*graphserver.ThreadState, error) {
+	return nil, errNop
+}
+
+// UpdateState returns EBADREQUEST.
+func (Nop) UpdateState(context.Context, *graphserver.UpdateStateRequest) (*graphserver.Checkpoint, error) {
+	return nil, errNop
 }
 
 // input is the run's input, or the previous values when it is null.
