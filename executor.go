@@ -171,7 +171,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 		InterruptBefore: run.Kwargs.InterruptBefore,
 		InterruptAfter:  run.Kwargs.InterruptAfter,
 		Durability:      cmp0(run.Kwargs.Durability, DurabilityAsync),
-		Store:           s.graphStore(),
+		Store:           s.Store(),
 	}
 	if !run.Kwargs.Temporary {
 		gr.Checkpointer = scope(s.storage)
@@ -501,14 +501,6 @@ func finalOutput(out *runOutcome, errJSON json.RawMessage) json.RawMessage {
 		return marshalOutput(out.state.Values)
 	}
 	return json.RawMessage(`{}`)
-}
-
-// graphStore returns the Store handed to graphs, if the server has one.
-func (s *Server) graphStore() Store {
-	if h, ok := any(s).(interface{ Store() Store }); ok {
-		return h.Store()
-	}
-	return nil
 }
 
 // asObject reads a JSON object held as Object or map[string]any.
