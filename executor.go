@@ -2,6 +2,7 @@ package graphserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,7 +171,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 		Subgraphs:       run.Kwargs.Subgraphs,
 		InterruptBefore: run.Kwargs.InterruptBefore,
 		InterruptAfter:  run.Kwargs.InterruptAfter,
-		Durability:      cmp0(run.Kwargs.Durability, DurabilityAsync),
+		Durability:      cmp.Or(run.Kwargs.Durability, DurabilityAsync),
 		Store:           s.Store(),
 	}
 	if !run.Kwargs.Temporary {
@@ -512,11 +513,4 @@ func asObject(v any) (Object, bool) {
 		return Object(m), true
 	}
 	return nil, false
-}
-
-func cmp0(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

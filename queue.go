@@ -299,7 +299,7 @@ func (q *runQueue) maintain(ctx context.Context) {
 					if r.Status == RunError {
 						msg = "The run was interrupted too many times (its worker stopped without finishing it)."
 					}
-					q.hooks.enqueueEnded(ctx, r.Run, cmp0(r.Status, RunInterrupted), msg)
+					q.hooks.enqueueEnded(ctx, r.Run, cmp.Or(r.Status, RunInterrupted), msg)
 				}
 			}
 			if len(swept) > 0 {
