@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,19 +97,10 @@ func validateQueueOptions(opts Options) error {
 		return Errorf(EINVALID, "Options durations must be 0 (default) or more.")
 	case opts.MaxAttempts < 0:
 		return Errorf(EINVALID, "Options.MaxAttempts must be 0 (default) or more.")
-	case opts.DefaultMultitaskStrategy != "" && !containsString(MultitaskStrategies, opts.DefaultMultitaskStrategy):
+	case opts.DefaultMultitaskStrategy != "" && !slices.Contains(MultitaskStrategies, opts.DefaultMultitaskStrategy):
 		return Errorf(EINVALID, "Options.DefaultMultitaskStrategy must be reject, interrupt, rollback or enqueue.")
 	}
 	return validateWebhookOptions(opts.Webhooks)
-}
-
-func containsString(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // tasks lists the queue's background loops.
