@@ -74,3 +74,20 @@ test("search with paging, sort, select and count", async () => {
   assert.equal(await client.assistants.count({ metadata: { page: "yes" } }), 5);
   assert.equal(await client.assistants.count({ graphId: "agent_simple", name: "PAGED-3" }), 1);
 });
+
+test("versions filtered by metadata and paged; delete with deleteThreads removes the assistant's threads", async () => {
+  const a = await client.assistants.create({ graphId: "agent_simple", metadata: { v: 1 } });
+  await client.assistants.update(a.assistant_id, { metadata: { v: 2 } });
+  const v2 = await client.assistants.getVersions(a.assistant_id, { metadata: { v: 2 } });
+  assert.deepEqual(v2.map((v) => [v.version, v.metadata.v]), [[2, 2]]);
+  const paged = await client.assistants.getVersions(a.assistant_id, { limit: 1, offset: 1 });
+  assert.deepEqual(paged.map((v) => v.version), [1]);
+
+  const used = await client.threads.create();
+  await client.runs.wait(used.thread_id, a.assistant_id, { input: { messages: [{ role: "human", content: "q" }] } });
+  assert.equal((await client.threads.get(used.thread_id)).metadata.assistant_id, a.assistant_id);
+  const other = await client.threads.create();
+  await client.assistants.delete(a.assistant_id, { deleteThreads: true });
+  await assert.rejects(client.threads.get(used.thread_id), (e) => e.status === 404);
+  assert.equal((await client.threads.get(other.thread_id)).thread_id, other.thread_id);
+});

@@ -253,3 +253,61 @@ test("store written by a graph: shared state between runs", async () => {
   const item = await client.store.getItem(["sharedState", "data"], "user_id");
   assert.deepEqual(item.value, { id: "start_user_id" });
 });
+
+test("createBatch: stateless runs, each with its own thread; joinStream(null) replays one after it ended", async () => {
+  const runs = await client.runs.createBatch([
+    { assistantId: "agent_simple", input: { messages: [human("a")] }, metadata: { b: 1 } },
+    { assistantId: "agent_simple", input: { messages: [human("b")] }, metadata: { b: 2 }, on_completion: "keep" },
+  ]);
+  assert.deepEqual(runs.map((r) => [r.status, r.metadata.b, r.assistant_id]),
+    [["pending", 1, "41237ec1-a1e5-5297-9ec9-e27936781bda"], ["pending", 2, "41237ec1-a1e5-5297-9ec9-e27936781bda"]]);
+  assert.deepEqual(runs.map((r) => r.kwargs.input.messages[0].content), ["a", "b"]);
+  assert.notEqual(runs[0].thread_id, runs[1].thread_id);
+  const kept = await client.runs.join(runs[1].thread_id, runs[1].run_id);
+  assert.deepEqual(contents(kept), ["b", "begin", "tool_call__begin", "end\u2028"]);
+  assert.equal((await client.threads.get(runs[1].thread_id)).metadata.graph_id, "agent_simple");
+  const joined = await collect(client.runs.joinStream(null, runs[0].run_id));
+  assert.deepEqual(joined.map((c) => c.event), ["metadata", "values", "values", "values", "values"]);
+  assert.equal(joined[0].data.run_id, runs[0].run_id);
+  assert.deepEqual(contents(joined.at(-1).data), ["a", "begin", "tool_call__begin", "end\u2028"]);
+  await assert.rejects(client.runs.createBatch([]), (e) => e.status === 422);
+  await assert.rejects(client.runs.createBatch([{ assistantId: "no_such_graph", input: {} }]), (e) => e.status === 404);
+});
+
+test("runs.list with select and paging; runs.delete drops a run and its checkpoints", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "agent_simple", { input: { messages: [human("x")] } });
+  await client.runs.wait(thread.thread_id, "agent_simple", { input: { messages: [human("y")] } });
+  const [second, first] = await client.runs.list(thread.thread_id, { select: ["run_id", "status"] });
+  assert.deepEqual(Object.keys(first).sort(), ["run_id", "status"]);
+  assert.deepEqual([first.status, second.status], ["success", "success"]);
+  assert.deepEqual(await client.runs.list(thread.thread_id, { limit: 1, offset: 1, select: ["run_id"] }), [{ run_id: first.run_id }]);
+
+  const pending = await client.runs.create(thread.thread_id, "agent_simple", { input: { messages: [human("z")] }, afterSeconds: 60 });
+  await assert.rejects(client.runs.delete(thread.thread_id, pending.run_id), (e) => e.status === 409);
+  await client.runs.cancel(thread.thread_id, pending.run_id);
+  await client.runs.delete(thread.thread_id, pending.run_id);
+  await client.runs.delete(thread.thread_id, second.run_id);
+  await assert.rejects(client.runs.delete(thread.thread_id, second.run_id), (e) => e.status === 404);
+  assert.deepEqual((await client.runs.list(thread.thread_id)).map((r) => r.run_id), [first.run_id]);
+  assert.deepEqual(contents((await client.threads.get(thread.thread_id)).values), ["x", "begin", "tool_call__begin", "end\u2028"]);
+  assert.ok((await client.threads.getHistory(thread.thread_id)).every((h) => h.metadata.run_id === first.run_id));
+});
+
+test("cancelMany: by thread and run ids, or by status with rollback", async () => {
+  const thread = await client.threads.create();
+  const later = (content, multitaskStrategy) => client.runs.create(thread.thread_id, "agent_simple",
+    { input: { messages: [human(content)] }, afterSeconds: 60, multitaskStrategy });
+  const r1 = await later("a");
+  const r2 = await later("b", "enqueue");
+  await client.runs.cancelMany({ threadId: thread.thread_id, runIds: [r1.run_id] });
+  assert.deepEqual((await client.runs.list(thread.thread_id, { select: ["run_id", "status"] })),
+    [{ run_id: r2.run_id, status: "pending" }, { run_id: r1.run_id, status: "interrupted" }]);
+  await client.runs.cancelMany({ status: "pending", action: "rollback" });
+  assert.deepEqual((await client.runs.list(thread.thread_id)).map((r) => r.run_id), [r1.run_id]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+
+  await assert.rejects(client.runs.cancelMany({ status: "running" }), (e) => e.status === 404);
+  await assert.rejects(client.runs.cancelMany({ status: "success" }), (e) => e.status === 422);
+  await assert.rejects(client.runs.cancelMany({ threadId: thread.thread_id, runIds: [r1.run_id], status: "all" }), (e) => e.status === 422);
+});

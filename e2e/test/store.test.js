@@ -32,3 +32,25 @@ test("put, get, search, list namespaces, delete", async () => {
   assert.equal(await client.store.getItem(["users", "ann"], "prefs"), null);
   await assert.rejects(client.store.putItem(["bad.label"], "k", { a: 1 }), () => true);
 });
+
+test("search by query ranks indexed items; paging; namespaces by suffix and paged", async () => {
+  await client.store.putItem(["q"], "a", { text: "the quick brown fox" });
+  await client.store.putItem(["q"], "b", { text: "lazy dogs sleep" });
+  await client.store.putItem(["q"], "c", { text: "fox and dogs" }, { index: false });
+  await client.store.putItem(["q", "sub"], "d", { text: "fox fox" }, { ttl: 10 });
+
+  const fox = await client.store.searchItems(["q"], { query: "fox" });
+  assert.deepEqual(fox.items.map((i) => i.key).sort(), ["a", "d"], "only indexed matches");
+  assert.ok(fox.items.every((i) => typeof i.score === "number"));
+  assert.ok(fox.items[0].score >= fox.items[1].score);
+
+  const all = await client.store.searchItems(["q"]);
+  assert.deepEqual(all.items.map((i) => i.key), ["d", "c", "b", "a"], "newest first");
+  assert.ok(all.items.every((i) => i.score === null));
+  const page = await client.store.searchItems(["q"], { limit: 2, offset: 1 });
+  assert.deepEqual(page.items.map((i) => i.key), ["c", "b"]);
+
+  assert.deepEqual((await client.store.listNamespaces({ suffix: ["sub"] })).namespaces, [["q", "sub"]]);
+  assert.deepEqual((await client.store.listNamespaces({ prefix: ["q"], limit: 1, offset: 1 })).namespaces, [["q", "sub"]]);
+  assert.deepEqual((await client.store.getItem(["q", "sub"], "d", { refreshTtl: false })).value, { text: "fox fox" });
+});

@@ -52,3 +52,32 @@ test("copy keeps metadata under a new id; prune deletes", async () => {
   await assert.rejects(client.threads.get(cp.thread_id), (e) => e.status === 404);
   await assert.rejects(client.threads.copy(src.thread_id), (e) => e.status === 409);
 });
+
+test("prune keep_latest keeps the thread and its latest checkpoint only", async () => {
+  const t = await client.threads.create();
+  await client.runs.wait(t.thread_id, "agent_simple", { input: { messages: [{ role: "human", content: "x" }] } });
+  const [latest] = await client.threads.getHistory(t.thread_id, { limit: 1 });
+  assert.equal((await client.threads.getHistory(t.thread_id, { limit: 100 })).length, 5);
+  assert.deepEqual(await client.threads.prune([t.thread_id], { strategy: "keep_latest" }), { pruned_count: 1 });
+  const left = await client.threads.getHistory(t.thread_id, { limit: 100 });
+  assert.deepEqual(left.map((s) => s.checkpoint.checkpoint_id), [latest.checkpoint.checkpoint_id]);
+  assert.deepEqual(left[0].values, latest.values);
+  assert.deepEqual((await client.threads.get(t.thread_id)).values, latest.values);
+});
+
+test("ttl: set on create and update, shown only with include=ttl", async () => {
+  const t = await client.threads.create({ ttl: 60 });
+  assert.equal(t.ttl, undefined);
+  const got = await client.threads.get(t.thread_id, { include: ["ttl"] });
+  assert.equal(got.ttl.strategy, "delete");
+  assert.equal(got.ttl.ttl_minutes, 60);
+  assert.equal(Date.parse(got.ttl.expires_at) - Date.parse(t.created_at), 60 * 60000);
+
+  const u = await client.threads.update(t.thread_id, { ttl: { ttl: 5, strategy: "keep_latest" } });
+  assert.equal(u.ttl, undefined);
+  const { ttl } = await client.threads.get(t.thread_id, { include: ["ttl"] });
+  assert.deepEqual([ttl.strategy, ttl.ttl_minutes], ["keep_latest", 5]);
+  assert.equal(Date.parse(ttl.expires_at) - Date.parse(u.updated_at), 5 * 60000);
+  assert.equal((await client.threads.get(t.thread_id)).ttl, undefined);
+  await assert.rejects(client.threads.create({ ttl: -1 }), (e) => e.status === 422);
+});
