@@ -248,7 +248,6 @@ func (h *handler) joinRunStream(w http.ResponseWriter, r *http.Request) error {
 // errorOutput is the final output written when waiting fails after the
 // response started.
 func errorOutput(err error) json.RawMessage {
-	b, _ := json.Marshal(map[string]map[string]string{"__error__": {
-		"error": graphserver.ErrorName(err), "message": graphserver.ErrorMessage(err)}})
+	b, _ := json.Marshal(map[string]json.RawMessage{"__error__": errorJSON(err)})
 	return b
 }
