@@ -443,16 +443,13 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 	if err != nil {
 		return err
 	}
-	var st *ThreadState
 	if g, _ := s.threadGraph(th); g != nil {
-		st, err = g.State(ctx, &StateRequest{Checkpoint: Checkpoint{ThreadID: threadID}, Config: threadConfig(th), Checkpointer: s.storage})
-		if err != nil {
-			return err
-		}
-	} else if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
+		return s.refreshThreadSummary(ctx, th, g)
+	}
+	if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
 		return err // nil: a checkpoint remains that only its graph can read
 	}
-	return s.storage.SetThreadSummary(ctx, threadID, summarize(st, nil), s.clock())
+	return s.storage.SetThreadSummary(ctx, threadID, summarize(nil, nil), s.clock())
 }
 
 // summarize derives the thread summary (§5.5) from the final state.

@@ -138,21 +138,20 @@ func (s *Server) UpdateThreadState(ctx context.Context, threadID string, u Threa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refreshThreadSummary(ctx, t, g, nil); err != nil {
+	if err := s.refreshThreadSummary(ctx, t, g); err != nil {
 		return nil, err
 	}
 	return &ThreadStateUpdateResult{Checkpoint: out, Configurable: out, CheckpointID: out.CheckpointID}, nil
 }
 
 // refreshThreadSummary recomputes the thread's values, interrupts and status
-// from its latest root checkpoint. runErr, when set, is the error a run ended
-// with (status error).
-func (s *Server) refreshThreadSummary(ctx context.Context, t *Thread, g Graph, runErr json.RawMessage) error {
+// from its latest root checkpoint, read through g, and clears its error.
+func (s *Server) refreshThreadSummary(ctx context.Context, t *Thread, g Graph) error {
 	st, err := g.State(ctx, &StateRequest{Checkpoint: Checkpoint{ThreadID: t.ThreadID}, Config: threadConfig(t), Checkpointer: s.storage})
 	if err != nil {
 		return err
 	}
-	return s.storage.SetThreadSummary(ctx, t.ThreadID, summarize(st, runErr), s.clock())
+	return s.storage.SetThreadSummary(ctx, t.ThreadID, summarize(st, nil), s.clock())
 }
 
 // stateThread validates the thread id and reads the thread through the
@@ -213,7 +212,7 @@ func (s *Server) applySupersteps(ctx context.Context, t *Thread, g Graph, steps 
 				}
 			}
 		}
-		return s.refreshThreadSummary(ctx, t, g, nil)
+		return s.refreshThreadSummary(ctx, t, g)
 	}
 	if err := apply(); err != nil {
 		if derr := s.storage.DeleteThread(context.WithoutCancel(ctx), t.ThreadID, nil); derr != nil {
