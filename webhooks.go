@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -319,7 +320,7 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 	if err != nil {
 		lastErr = err.Error()
 	} else if status >= 300 {
-		lastErr = "status " + itoa(status)
+		lastErr = "status " + strconv.Itoa(status)
 	}
 	done := !retry || attempts >= w.opts.MaxAttempts
 	if done && retry {
@@ -333,5 +334,3 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 		time.AfterFunc(delay, w.signal)
 	}
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
