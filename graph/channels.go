@@ -66,9 +66,9 @@ func (c *Channel) WithSchema(schema string) *Channel {
 // which lets checkpoints store deltas.
 func (c *Channel) appendable() bool { return c.kind == kindAppend || c.kind == kindMessages }
 
-// update applies the writes of one step to old (present tells whether old is
-// set). It returns the new value and whether it only appended to old.
-func (c *Channel) update(key string, old any, present bool, writes []any) (any, bool, error) {
+// update applies the writes of one step to old. It returns the new value and
+// whether it only appended to old.
+func (c *Channel) update(key string, old any, writes []any) (any, bool, error) {
 	switch c.kind {
 	case kindLastValue:
 		if len(writes) > 1 {

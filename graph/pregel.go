@@ -33,7 +33,6 @@ type task struct {
 	done       bool // finished before (its writes come from pending writes)
 	ran        bool // ran in this run (execTask returned)
 	saved      bool // its writes of this run are saved (PutWrites)
-	err        error
 	errRec     map[string]any
 	interrupts []graphserver.Interrupt
 	resume     []any
@@ -678,7 +677,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		if !present && c.hasDef {
 			old = c.def
 		}
-		v, appendOnly, err := c.update(k, old, present, byChan[k])
+		v, appendOnly, err := c.update(k, old, byChan[k])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -836,7 +835,6 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 		}
 		t.writes = nil
 	case err != nil:
-		t.err = err
 		t.runErr = err
 		t.errRec = map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
 		t.writes = nil
