@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -155,11 +156,9 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 		rc.nodeRun[t.id] = runID
 		rc.mu.Unlock()
 		r.emit("events", map[string]any{"event": "on_chain_start", "name": t.name, "run_id": runID, "parent_ids": []string{rc.req.RunID},
-			"tags": []string{"graph:step:" + itoa(step)}, "metadata": rc.taskMeta(r, t, step), "data": map[string]any{"input": input}})
+			"tags": []string{"graph:step:" + strconv.Itoa(step)}, "metadata": rc.taskMeta(r, t, step), "data": map[string]any{"input": input}})
 	}
 }
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 	var result [][2]any
@@ -194,7 +193,7 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 		runID := rc.nodeRun[t.id]
 		rc.mu.Unlock()
 		r.emit("events", map[string]any{"event": "on_chain_end", "name": t.name, "run_id": runID, "parent_ids": []string{rc.req.RunID},
-			"tags": []string{"graph:step:" + itoa(step)}, "metadata": rc.taskMeta(r, t, step), "data": map[string]any{"output": t.update}})
+			"tags": []string{"graph:step:" + strconv.Itoa(step)}, "metadata": rc.taskMeta(r, t, step), "data": map[string]any{"output": t.update}})
 	}
 }
 
