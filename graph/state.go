@@ -427,7 +427,7 @@ func (c *Compiled) updateState(ctx context.Context, req *graphserver.UpdateState
 		out = nil
 		tmp := *base
 		tmp.start = values
-		if err := r.writesForUpdate(ctx, &tmp, t, state, out); err != nil {
+		if err := r.writesFor(ctx, &tmp, t, state, out); err != nil {
 			return nil, err
 		}
 	} else if asNode == End || asNode == "" {
@@ -447,7 +447,7 @@ func (c *Compiled) updateState(ctx context.Context, req *graphserver.UpdateState
 			}
 			t.writes = append(append(t.writes, cw...), gw...)
 		}
-	} else if err := r.writesForUpdate(ctx, base, t, state, out); err != nil {
+	} else if err := r.writesFor(ctx, base, t, state, out); err != nil {
 		return nil, err
 	}
 	t.name = Input // no versions_seen for the update task
@@ -460,10 +460,6 @@ func (c *Compiled) updateState(ctx context.Context, req *graphserver.UpdateState
 	applied.parentID = cs.id
 	applied.createdAt = time.Now().UTC()
 	return save(applied)
-}
-
-func (r *runner) writesForUpdate(ctx context.Context, cs *ckpt, t *task, state State, out any) error {
-	return r.writesFor(ctx, cs, t, state, out)
 }
 
 // inferAsNode picks the node an update is attributed to when none is given.
