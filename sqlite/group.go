@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,7 +148,7 @@ func (db *DB) runGroup(batch []*writeReq) {
 	ran := false
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil || !r.state.CompareAndSwap(reqQueued, reqStarted) {
-			results[i] = cmpErr(err, context.Canceled)
+			results[i] = cmp.Or(err, context.Canceled)
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
@@ -191,12 +192,4 @@ func callFn(ctx context.Context, tx *sqlx.Tx, r *writeReq) (err error) {
 		}
 	}()
 	return r.fn(ctx, tx)
-}
-
-// cmpErr returns err, or def when err is nil.
-func cmpErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }

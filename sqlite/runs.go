@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -177,7 +178,7 @@ func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread) error
 	ts := formatTime(t.CreatedAt)
 	_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, created_at, updated_at, state_updated_at, metadata,
 		config, context, status, state_values, interrupts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')`,
-		t.ThreadID, ts, ts, ts, metadata, config, tctx, cmpOr(t.Status, graphserver.ThreadIdle), values)
+		t.ThreadID, ts, ts, ts, metadata, config, tctx, cmp.Or(t.Status, graphserver.ThreadIdle), values)
 	if isConstraint(err) {
 		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
 	} else if err != nil {
@@ -522,7 +523,7 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 				return fmt.Errorf("delete temporary thread %s: %w", threadID, err)
 			}
 		case f.Summary != nil:
-			if err := writeSummary(ctx, tx, threadID, cmpOr(f.Summary.Status, graphserver.ThreadIdle), keepValues,
+			if err := writeSummary(ctx, tx, threadID, cmp.Or(f.Summary.Status, graphserver.ThreadIdle), keepValues,
 				sum.values, sum.interrupts, sum.errv, f.Now); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -136,14 +137,11 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 	if stateUpdated.IsZero() {
 		stateUpdated = created
 	}
-	status := t.Status
-	if status == "" {
-		status = graphserver.ThreadIdle
-	}
+	status := cmp.Or(t.Status, graphserver.ThreadIdle)
 	var ttlStrategy, ttlExpires sql.NullString
 	var ttlMinutes sql.NullFloat64
 	if t.TTL != nil {
-		ttlStrategy = sql.NullString{String: cmpOr(t.TTL.Strategy, graphserver.PruneDelete), Valid: true}
+		ttlStrategy = sql.NullString{String: cmp.Or(t.TTL.Strategy, graphserver.PruneDelete), Valid: true}
 		ttlMinutes = sql.NullFloat64{Float64: t.TTL.TTLMinutes, Valid: true}
 		exp := t.TTL.ExpiresAt
 		if exp == nil {
@@ -187,13 +185,6 @@ func cmpOrEmpty(m map[string][]graphserver.Interrupt) map[string][]graphserver.I
 	return m
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // GetThread implements graphserver.ThreadStorage.
 func (db *DB) GetThread(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Thread, error) {
 	t, err := getThread(ctx, db.reader, id, filter)
@@ -220,7 +211,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 		var ttlStrategy, ttlExpires sql.NullString
 		var ttlMinutes sql.NullFloat64
 		if patch.TTL != nil && patch.TTL.Minutes > 0 {
-			ttlStrategy = sql.NullString{String: cmpOr(patch.TTL.Strategy, graphserver.PruneDelete), Valid: true}
+			ttlStrategy = sql.NullString{String: cmp.Or(patch.TTL.Strategy, graphserver.PruneDelete), Valid: true}
 			ttlMinutes = sql.NullFloat64{Float64: patch.TTL.Minutes, Valid: true}
 			exp := expiry(now, patch.TTL.Minutes)
 			ttlExpires = nullTime(&exp)
@@ -470,7 +461,7 @@ func (db *DB) SetThreadSummary(ctx context.Context, id string, s *graphserver.Th
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET
 			status = CASE WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')) THEN 'busy' ELSE ? END,
 			state_values = ?, interrupts = ?, error = ?, updated_at = ?, state_updated_at = ?, ttl_expires_at = ? WHERE thread_id = ?`,
-			id, cmpOr(s.Status, graphserver.ThreadIdle), values, interrupts, errv, ts, ts, exp, id); err != nil {
+			id, cmp.Or(s.Status, graphserver.ThreadIdle), values, interrupts, errv, ts, ts, exp, id); err != nil {
 			return fmt.Errorf("set thread summary: %w", err)
 		}
 		return nil
