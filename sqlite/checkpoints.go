@@ -1053,13 +1053,8 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 		return err
 	}
 	if cp == nil {
-		for _, q := range []string{
-			`DELETE FROM checkpoint_writes WHERE tid = ?`,
-			`DELETE FROM checkpoint_metadata WHERE tid = ?`,
-		} {
-			if _, err := tx.ExecContext(ctx, q, tid); err != nil {
-				return err
-			}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tid = ?`, tid); err != nil {
+			return err
 		}
 	} else if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoint_writes WHERE tid = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)`,
 		tid, checkpointID(cp.CheckpointID)); err != nil {
