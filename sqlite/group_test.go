@@ -167,9 +167,9 @@ func TestGroupWriter(t *testing.T) {
 		_, err = db.writer.Exec(`CREATE TABLE g (x INTEGER PRIMARY KEY)`)
 		require.NoError(t, err)
 		g := db.group
-		// Writers keep queueing; each write returns only once another one
-		// is queued (or writes are refused), so the queue never empties
-		// between groups while the load lasts.
+		// Writers keep queueing; each write waits a little for another one
+		// to be queued (or writes to be refused), so the queue is rarely
+		// empty between groups while the load lasts.
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		next := 0
@@ -187,15 +187,18 @@ func TestGroupWriter(t *testing.T) {
 						once.Do(func() { close(loaded) })
 					}
 					err := db.writeGrouped(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
-						for {
+						// Wait (briefly: when every writer is in this group,
+						// nobody can queue) for another write to be queued.
+						for range 1000 {
 							g.mu.Lock()
 							busy := len(g.queue) > 0 || g.closed || giveUp.Load()
 							g.mu.Unlock()
 							if busy {
-								return insertG(n)(ctx, tx)
+								break
 							}
 							runtime.Gosched()
 						}
+						return insertG(n)(ctx, tx)
 					})
 					if err != nil || giveUp.Load() {
 						return
