@@ -161,20 +161,11 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 }
 
 func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
-	var result [][2]any
-	for _, w := range t.writes {
-		if _, ok := r.g.channels[w.ch]; ok || w.ch == chRoot {
-			result = append(result, [2]any{w.ch, w.v})
-		}
-	}
-	if result == nil {
-		result = [][2]any{}
-	}
 	if t.hidden() {
 		return
 	}
 	if t.interrupts == nil && t.errRec == nil {
-		r.emit("updates", map[string]any{t.name: t.update})
+		r.emit("updates", map[string]any{t.name: r.g.outputUpdates(t.writes)})
 		rc.outputMessages(r, t, step)
 	}
 	var errStr any
@@ -185,7 +176,7 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 	if intr == nil {
 		intr = []graphserver.Interrupt{}
 	}
-	payload := map[string]any{"id": t.id, "name": t.name, "error": errStr, "result": result, "interrupts": intr}
+	payload := map[string]any{"id": t.id, "name": t.name, "error": errStr, "result": r.g.taskResult(t.writes), "interrupts": intr}
 	r.emit("tasks", payload)
 	r.emit("debug", map[string]any{"type": "task_result", "step": step, "timestamp": timestamp(time.Now()), "payload": payload})
 	if rc.modes["events"] && r.visible() {
@@ -258,14 +249,14 @@ func (rc *runCtx) emitCheckpoint(r *runner, c *ckpt) {
 	if !(rc.modes["checkpoints"] || rc.modes["debug"]) || !r.visible() {
 		return
 	}
-	snap := r.g.snapshot(rc.threadID, c, false, nil)
+	snap := r.g.snapshot(rc.threadID, c, snapLive, nil)
 	payload := map[string]any{
 		"config":        map[string]any{"configurable": map[string]any{"thread_id": rc.threadID, "checkpoint_ns": c.ns, "checkpoint_id": c.id}},
 		"parent_config": nil,
 		"values":        snap.Values,
 		"metadata":      r.metadata(c.metadata),
 		"next":          orEmptyStrings(snap.Next),
-		"tasks":         snapTasks(snap.Tasks),
+		"tasks":         checkpointTasks(snap.Tasks, false),
 	}
 	if c.parentID != "" {
 		payload["parent_config"] = map[string]any{"configurable": map[string]any{"thread_id": rc.threadID, "checkpoint_ns": c.ns, "checkpoint_id": c.parentID}}
@@ -276,6 +267,7 @@ func (rc *runCtx) emitCheckpoint(r *runner, c *ckpt) {
 	if rc.modes["debug"] && r.visible() {
 		// the server adds the checkpoint objects state and history carry
 		debug := maps.Clone(payload)
+		debug["tasks"] = checkpointTasks(snap.Tasks, true)
 		id := c.id
 		debug["checkpoint"] = graphserver.Checkpoint{ThreadID: rc.threadID, CheckpointNS: c.ns, CheckpointID: &id}
 		debug["parent_checkpoint"] = nil
@@ -294,22 +286,40 @@ func orEmptyStrings(s []string) []string {
 	return s
 }
 
-func snapTasks(ts []graphserver.Task) []map[string]any {
-	out := []map[string]any{}
+// checkpointTasks renders the tasks of a checkpoint payload as LangGraph's
+// map_debug_checkpoint does: a failed task as {id, name, error, state}, else
+// {id, name, interrupts, state} plus its result when it has a non-empty one.
+// state is always present: null, or for a subgraph task the config of its
+// namespace. For the debug mode (debug set), the server turns that config
+// into a checkpoint ({thread_id, checkpoint_ns}) in place of state, as
+// LangGraph's API server does (_preproces_debug_checkpoint_task).
+func checkpointTasks(ts []graphserver.Task, debug bool) []map[string]any {
+	out := make([]map[string]any, 0, len(ts))
 	for _, t := range ts {
-		intr := t.Interrupts
-		if intr == nil {
-			intr = []graphserver.Interrupt{}
-		}
-		m := map[string]any{"id": t.ID, "name": t.Name, "interrupts": intr}
+		m := map[string]any{"id": t.ID, "name": t.Name}
 		if t.Error != nil {
 			m["error"] = *t.Error
+		} else {
+			intr := t.Interrupts
+			if intr == nil {
+				intr = []graphserver.Interrupt{}
+			}
+			m["interrupts"] = intr
+			if truthy(t.Result) {
+				m["result"] = t.Result
+			}
 		}
-		if t.Result != nil {
-			m["result"] = t.Result
-		}
+		var ref map[string]any
 		if t.Checkpoint != nil {
-			m["state"] = map[string]any{"configurable": map[string]any{"thread_id": t.Checkpoint.ThreadID, "checkpoint_ns": t.Checkpoint.CheckpointNS}}
+			ref = map[string]any{"thread_id": t.Checkpoint.ThreadID, "checkpoint_ns": t.Checkpoint.CheckpointNS}
+		}
+		switch {
+		case ref == nil:
+			m["state"] = nil
+		case debug:
+			m["checkpoint"] = ref
+		default:
+			m["state"] = map[string]any{"configurable": ref}
 		}
 		out = append(out, m)
 	}
