@@ -70,7 +70,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 		ev  graphserver.StreamEvent
 		err error
 	}
-	events := make(chan item)
+	// Buffered, so that a burst of events (a chat reply streamed token by
+	// token) is written with one flush rather than one per event.
+	events := make(chan item, 256)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -111,6 +113,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 			}
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
+			}
+			if len(events) > 0 && it.err == nil {
+				continue // more to write: flush once after them
 			}
 			if err := rc.Flush(); err != nil {
 				return
