@@ -106,7 +106,7 @@ var maxTTLMinutes = MaxTTL.Minutes()
 // no larger than MaxTTL. field names it in the message.
 func checkTTLMinutes(field string, minutes float64) error {
 	if !(minutes > 0) || math.IsInf(minutes, 0) || minutes > maxTTLMinutes {
-		return Errorf(EINVALID, "Invalid %s %v: must be a positive number of minutes, at most %.0f (100 years)", field, minutes, maxTTLMinutes)
+		return Errorf(EINVALID, "%s must be a positive number of minutes, at most %.0f (100 years), not %v", field, maxTTLMinutes, minutes)
 	}
 	return nil
 }
