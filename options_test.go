@@ -138,3 +138,36 @@ func TestBackgroundPanicRecovered(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"ok":1}`, string(out))
 }
+
+// TestTTLBounded: a TTL beyond MaxTTL (one that used to overflow into the
+// past and get its thread swept within a minute) is refused and stores
+// nothing.
+func TestTTLBounded(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	ctx := t.Context()
+	huge := 600 * 365 * 24 * 60.0 // minutes: ~600 years
+	_, err := srv.CreateThread(ctx, graphserver.ThreadCreate{TTL: &graphserver.ThreadTTL{Minutes: huge}})
+	requireCode(t, err, graphserver.EINVALID)
+	n, err := srv.CountThreads(ctx, graphserver.ThreadSearch{})
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	th, err := srv.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	_, err = srv.UpdateThread(ctx, th.ThreadID, graphserver.ThreadPatch{TTL: &graphserver.ThreadTTL{Minutes: huge}})
+	requireCode(t, err, graphserver.EINVALID)
+	got, err := srv.GetThread(ctx, th.ThreadID, graphserver.ThreadIncludeTTL)
+	require.NoError(t, err)
+	require.Nil(t, got.TTL)
+
+	err = srv.PutItem(ctx, graphserver.ItemPut{Namespace: []string{"a"}, Key: "k", Value: graphserver.Object{}, TTL: &huge})
+	requireCode(t, err, graphserver.EINVALID)
+	item, err := srv.GetItem(ctx, []string{"a"}, "k", nil)
+	require.NoError(t, err)
+	require.Nil(t, item)
+
+	ok := graphserver.MaxTTL.Minutes()
+	_, err = srv.CreateThread(ctx, graphserver.ThreadCreate{TTL: &graphserver.ThreadTTL{Minutes: ok}})
+	require.NoError(t, err)
+}
