@@ -346,6 +346,11 @@ type RunInsert struct {
 	// Owner, when set, claims the run at insertion if it can start at once.
 	Owner      string
 	LeaseUntil time.Time
+
+	// Cron, when set, is the cron firing that creates the run: CreateRun
+	// claims it (as CronStorage.FireCron) in the run's transaction and
+	// fails with ECONFLICT, inserting nothing, when it cannot.
+	Cron *CronFiring
 }
 
 // RunCreated is what RunStorage.CreateRun did besides inserting the run.

@@ -17,6 +17,7 @@ type Storage interface {
 	ThreadStorage
 	ItemStorage
 	RunStorage
+	CronStorage
 	Checkpointer
 	TruncateStorage
 	// Ping checks that the storage answers.

@@ -96,6 +96,13 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	res := &graphserver.RunCreated{}
 	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		now := formatTime(r.UpdatedAt)
+		if opts.Cron != nil {
+			if fired, err := fireCron(ctx, tx, opts.Cron); err != nil {
+				return err
+			} else if !fired {
+				return errCronFired(opts.Cron)
+			}
+		}
 		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 			if opts.CreateThread == nil {
 				return err
