@@ -78,6 +78,18 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 	defer cancel()
 	wg.Go(func() {
 		defer close(events)
+		// The recover middleware does not reach this goroutine: a panic
+		// following the run ends the stream with an error event instead
+		// of taking the process down.
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				select {
+				case events <- item{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}:
+				case <-ctx.Done():
+				}
+			}
+		}()
 		for ev, err := range st.Events(ctx) {
 			select {
 			case events <- item{ev, err}:
@@ -159,6 +171,12 @@ func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(co
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				done <- result{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}
+			}
+		}()
 		out, err := wait(r.Context())
 		done <- result{out, err}
 	})
