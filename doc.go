@@ -95,7 +95,20 @@ checks the storage, creates the system assistants and starts the background
 work (run workers, sweeps). Close stops taking work, waits for what is in
 flight until its context ends, then cancels the rest; it does not close the
 Storage, which its opener closes afterwards. Shut down in this order: the
-HTTP server (http.Server.Shutdown), then Server.Close, then the storage.
+HTTP server (http.Server.Shutdown), then Server.Close, then the storage. A
+run cancelled by Close is handed back to the queue, not failed: the next
+Start resumes it.
+
+# Observing
+
+The Server logs to Options.Logger (httpapi uses the same logger by
+default): one line per run state change and per webhook delivery attempt,
+with the keys run_id, thread_id, run_status, attempt, duration and err,
+which httpapi's request lines share (with method, route, path, status,
+duration and request_id). AddObserver registers an Observer that receives
+the same changes as values (RunEvent, WebhookEvent, and the storage's
+StorageWriteEvent); Stats reads the queue depth, the runs executing and the
+stream subscribers.
 
 # Compatibility
 

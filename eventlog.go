@@ -198,6 +198,7 @@ func (f *follower) stop() {
 func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		s := st.s
+		defer s.subscribe()()
 		f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 		defer f.stop()
 		pos := st.from
@@ -316,6 +317,7 @@ func (st *RunStream) dropped(log *eventLog) {
 // cancelling the run if the stream was opened with on_disconnect cancel.
 func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 	s := st.s
+	defer s.subscribe()()
 	f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 	defer f.stop()
 	checkNow := f.log == nil

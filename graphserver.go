@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,6 +103,9 @@ type Server struct {
 	// started by the server derives from it, not from request contexts.
 	lifetime context.Context
 	stop     context.CancelCauseFunc
+
+	observers   observers    // AddObserver
+	subscribers atomic.Int64 // RunStream consumers (Stats)
 
 	mu      sync.Mutex
 	started bool
@@ -244,7 +248,7 @@ const OptimizeIntervalDefault = time.Hour
 func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
 	s.every(ctx, s.optimizeInterval, func(ctx context.Context) {
 		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Error("optimize storage", "error", err)
+			s.logger.Error("optimize storage", "err", err)
 		}
 	})
 }

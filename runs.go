@@ -782,6 +782,7 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 				l.finish(c.Status, nil, now.Add(s.rq.logTTL(l)))
 			}
 			s.rq.hooks.enqueueEnded(context.WithoutCancel(s.lifetime), c.Run, RunInterrupted, "")
+			s.runChanged(RunEvent{RunID: c.RunID, ThreadID: c.ThreadID, Status: c.Status, Reason: "cancelled"})
 		}
 	}
 	if len(cancelled) > 0 {
@@ -969,6 +970,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 		s.rq.logs.drop(runID)
 		return nil, nil, err
 	}
+	s.runChanged(RunEvent{RunID: runID, ThreadID: threadID, AssistantID: asst.AssistantID, Status: RunPending})
 	s.applyCancelled(res.Cancelled)
 	switch {
 	case res.Claimed:

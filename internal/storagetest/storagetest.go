@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Concurrency", exerciseConcurrency},
 		{"Store", exerciseStore},
 		{"Runs", exerciseRuns},
+		{"Observe", exerciseObserve},
 		// Runs, crons and webhooks add their exercise functions here.
 	}
 	for _, a := range areas {
