@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +74,15 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
 	log := q.logs.attach(run.RunID, run.ThreadID, run.Kwargs.Resumable)
+	defer func() {
+		// A panic outside the graph (runSafely recovers the graph's) must
+		// not take the process down: the run keeps its lease, which the
+		// sweep recovers, and its followers are told to join again.
+		if v := recover(); v != nil {
+			s.logger.Error("run execution panicked", "run_id", run.RunID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.release(s.clock().Add(q.logTTL(log)))
+		}
+	}()
 	if evs, _, _ := log.read(0); qr.Attempt > 1 || len(evs) == 0 {
 		log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
 	}
@@ -90,11 +101,12 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	stopRenew := make(chan struct{})
 	var renew sync.WaitGroup
 	renew.Go(func() { q.renewLease(ctx, run.RunID, token, cancel, stopRenew) })
+	endRenew := sync.OnceFunc(func() { close(stopRenew); renew.Wait() })
+	defer endRenew()
 	startedAt := s.clock()
 	s.runChanged(startedEvent(qr, startedAt))
 	out := q.runGraph(ctx, run, log, func(cp Checkpointer) Checkpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
-	close(stopRenew)
-	renew.Wait()
+	endRenew()
 	out.attempt = qr.Attempt
 	q.finish(ctx, run, out, startedAt, log, token)
 }
@@ -390,6 +402,14 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		}
 		s.runChanged(q.endLost(bg, run, log, now, endedEvent(run, out, RunPending, now.Sub(startedAt), "lease lost")))
 		return
+	}
+	if out.rollback && f.Summary != nil {
+		// The summary was read before the run's writes were deleted with
+		// it: the pending writes of its Command (an update a state shows
+		// applied) were still there. Read it again without them.
+		if err := s.resummarize(bg, run.ThreadID); err != nil {
+			s.logger.Error("summarize thread after rollback", "run_id", run.RunID, "err", err)
+		}
 	}
 	if errJSON != nil {
 		log.append("error", errJSON)

@@ -70,12 +70,26 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 		ev  graphserver.StreamEvent
 		err error
 	}
-	events := make(chan item)
+	// Buffered, so that a burst of events (a chat reply streamed token by
+	// token) is written with one flush rather than one per event.
+	events := make(chan item, 256)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() {
 		defer close(events)
+		// The recover middleware does not reach this goroutine: a panic
+		// following the run ends the stream with an error event instead
+		// of taking the process down.
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				select {
+				case events <- item{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}:
+				case <-ctx.Done():
+				}
+			}
+		}()
 		for ev, err := range st.Events(ctx) {
 			select {
 			case events <- item{ev, err}:
@@ -111,6 +125,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 			}
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
+			}
+			if len(events) > 0 && it.err == nil {
+				continue // more to write: flush once after them
 			}
 			if err := rc.Flush(); err != nil {
 				return
@@ -154,6 +171,12 @@ func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(co
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				done <- result{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}
+			}
+		}()
 		out, err := wait(r.Context())
 		done <- result{out, err}
 	})

@@ -31,8 +31,9 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Concurrency", exerciseConcurrency},
 		{"Store", exerciseStore},
 		{"Runs", exerciseRuns},
+		{"Crons", exerciseCrons},
 		{"Observe", exerciseObserve},
-		// Runs, crons and webhooks add their exercise functions here.
+		// Webhooks add their exercise functions here.
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
