@@ -70,6 +70,20 @@ state at any checkpoint and subgraph namespace, history newest first, and
 updates attributed to a node (as_node), forking from an old checkpoint when
 one is named. CreateThread applies supersteps in order.
 
+# Crons
+
+CreateCron schedules runs: on a thread (each firing creates a run on it,
+with the payload's multitask strategy) or stateless (each firing creates a
+run on a new thread, deleted after the run unless OnRunCompleted is keep).
+Schedules are standard 5-field cron expressions or descriptors (@hourly,
+@daily, @every 90s, ...), parsed by github.com/robfig/cron/v3 and read in the
+cron's IANA time zone (UTC by default). Start's scheduler fires due crons
+every Options.CronInterval (FireDueCrons does it on demand): each firing
+happens once however many Servers share the storage, a cron that missed
+firings while no server ran fires once and then follows its schedule, and a
+cron stops at its end time. UpdateCron, DeleteCron, SearchCrons and
+CountCrons manage them; see Example_crons.
+
 # Store
 
 PutItem, GetItem, SearchItems, ListNamespaces and DeleteItem manage JSON
@@ -92,7 +106,7 @@ nothing.
 
 New validates its Options and does no I/O: CRUD methods work at once. Start
 checks the storage, creates the system assistants and starts the background
-work (run workers, sweeps). Close stops taking work, waits for what is in
+work (run workers, sweeps, the cron scheduler). Close stops taking work, waits for what is in
 flight until its context ends, then cancels the rest; it does not close the
 Storage, which its opener closes afterwards. Shut down in this order: the
 HTTP server (http.Server.Shutdown), then Server.Close, then the storage.
