@@ -78,7 +78,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		resumableTTL:     cmp.Or(opts.ResumableStreamTTL, ResumableStreamTTLDefault),
 		pollInterval:     cmp.Or(opts.PollInterval, PollIntervalDefault),
 		defaultMultitask: cmp.Or(opts.DefaultMultitaskStrategy, MultitaskEnqueue),
-		logs:             logRegistry{logs: map[string]*eventLog{}},
+		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: cmp.Or(opts.ResumableStreamTTL, ResumableStreamTTLDefault)}},
 		wake:             make(chan struct{}, 1),
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},

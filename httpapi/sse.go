@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -48,17 +49,19 @@ func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
 	buf.WriteString("\n\n")
 }
 
-// writeSSE streams a run's events as Server-Sent Events (§4.1): headers
-// first (with Content-Location and Location, §1.5), then one frame per
-// event with its id, a ": heartbeat" comment every heartbeat interval, and
-// an error frame if following the stream fails. It returns when the run
-// ends, the client goes away or the server closes.
-func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserver.RunStream, contentLocation, location string) {
+// writeSSE streams events as Server-Sent Events (§4.1): headers first
+// (with Content-Location, when not empty, and Location, §1.5), then one
+// frame per event with its id, a ": heartbeat" comment every heartbeat
+// interval, and an error frame if following the stream fails. It returns
+// when the events end, the client goes away or the server closes.
+func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(context.Context) iter.Seq2[graphserver.StreamEvent, error], contentLocation, location string) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("Content-Location", contentLocation)
+	if contentLocation != "" {
+		hdr.Set("Content-Location", contentLocation)
+	}
 	hdr.Set("Location", location)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -70,15 +73,15 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 		ev  graphserver.StreamEvent
 		err error
 	}
-	events := make(chan item)
+	items := make(chan item)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() {
-		defer close(events)
-		for ev, err := range st.Events(ctx) {
+		defer close(items)
+		for ev, err := range events(ctx) {
 			select {
-			case events <- item{ev, err}:
+			case items <- item{ev, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -90,7 +93,7 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 	var buf bytes.Buffer
 	for {
 		select {
-		case it, ok := <-events:
+		case it, ok := <-items:
 			if !ok {
 				return
 			}
