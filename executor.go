@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +73,15 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
 	log := q.logs.attach(run.RunID, run.ThreadID, run.Kwargs.Resumable)
+	defer func() {
+		// A panic outside the graph (runSafely recovers the graph's) must
+		// not take the process down: the run keeps its lease, which the
+		// sweep recovers, and its followers are told to join again.
+		if v := recover(); v != nil {
+			s.logger.Error("run execution panicked", "run_id", run.RunID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.release(s.clock().Add(q.logTTL(log)))
+		}
+	}()
 	if evs, _, _ := log.read(0); qr.Attempt > 1 || len(evs) == 0 {
 		log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
 	}
@@ -89,10 +100,11 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	stopRenew := make(chan struct{})
 	var renew sync.WaitGroup
 	renew.Go(func() { q.renewLease(ctx, run.RunID, token, cancel, stopRenew) })
+	endRenew := sync.OnceFunc(func() { close(stopRenew); renew.Wait() })
+	defer endRenew()
 	startedAt := s.clock()
 	out := q.runGraph(ctx, run, log, func(cp Checkpointer) Checkpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
-	close(stopRenew)
-	renew.Wait()
+	endRenew()
 	q.finish(ctx, run, out, startedAt, log, token)
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -71,14 +70,14 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		s:                s,
 		storage:          rs,
 		owner:            uuid.NewString(),
-		workers:          cmp.Or(opts.Workers, WorkersDefault),
-		lease:            cmp.Or(opts.LeaseDuration, LeaseDurationDefault),
-		maxAttempts:      cmp.Or(opts.MaxAttempts, MaxAttemptsDefault),
-		maxRunTime:       cmp.Or(opts.MaxRunTime, MaxRunTimeDefault),
-		resumableTTL:     cmp.Or(opts.ResumableStreamTTL, ResumableStreamTTLDefault),
-		pollInterval:     cmp.Or(opts.PollInterval, PollIntervalDefault),
-		defaultMultitask: cmp.Or(opts.DefaultMultitaskStrategy, MultitaskEnqueue),
-		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: cmp.Or(opts.ResumableStreamTTL, ResumableStreamTTLDefault)}},
+		workers:          opts.Workers,
+		lease:            opts.LeaseDuration,
+		maxAttempts:      opts.MaxAttempts,
+		maxRunTime:       opts.MaxRunTime,
+		resumableTTL:     opts.ResumableStreamTTL,
+		pollInterval:     opts.PollInterval,
+		defaultMultitask: opts.DefaultMultitaskStrategy,
+		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
 		wake:             make(chan struct{}, 1),
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},
@@ -86,21 +85,6 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 	q.slots = make(chan struct{}, q.workers)
 	q.hooks = newWebhooks(q, opts.Webhooks)
 	return q
-}
-
-// validateQueueOptions names the first bad run option.
-func validateQueueOptions(opts Options) error {
-	switch {
-	case opts.Workers < 0:
-		return Errorf(EINVALID, "Options.Workers must be 0 (default) or more.")
-	case opts.LeaseDuration < 0, opts.MaxRunTime < 0, opts.ResumableStreamTTL < 0, opts.PollInterval < 0:
-		return Errorf(EINVALID, "Options durations must be 0 (default) or more.")
-	case opts.MaxAttempts < 0:
-		return Errorf(EINVALID, "Options.MaxAttempts must be 0 (default) or more.")
-	case opts.DefaultMultitaskStrategy != "" && !slices.Contains(MultitaskStrategies, opts.DefaultMultitaskStrategy):
-		return Errorf(EINVALID, "Options.DefaultMultitaskStrategy must be reject, interrupt, rollback or enqueue.")
-	}
-	return validateWebhookOptions(opts.Webhooks)
 }
 
 // tasks lists the queue's background loops.

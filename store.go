@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,14 +238,11 @@ type itemConfig struct {
 func newItemConfig(opts Options) itemConfig {
 	c := itemConfig{
 		embedder:      opts.Embedder,
-		indexFields:   slices.Clone(opts.StoreIndexFields),
+		indexFields:   opts.StoreIndexFields,
 		defaultTTL:    opts.StoreDefaultTTL,
-		sweepInterval: cmp.Or(opts.StoreSweepInterval, StoreSweepIntervalDefault),
+		sweepInterval: opts.StoreSweepInterval,
 		drain:         make(chan struct{}),
 		drainOnce:     new(sync.Once),
-	}
-	if c.indexFields == nil {
-		c.indexFields = []string{storeIndexWholeValue}
 	}
 	return c
 }
@@ -282,8 +278,8 @@ func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
 	}
 	ttl := s.itemCfg.defaultTTL
 	if p.TTL != nil {
-		if !(*p.TTL > 0) || math.IsInf(*p.TTL, 0) {
-			return Errorf(EINVALID, "ttl must be a positive number of minutes or null")
+		if err := checkTTLMinutes("ttl", *p.TTL); err != nil {
+			return err
 		}
 		ttl = time.Duration(*p.TTL * float64(time.Minute))
 	}

@@ -224,8 +224,8 @@ func checkTTL(ttl *ThreadTTL) error {
 	if ttl == nil {
 		return nil
 	}
-	if ttl.Minutes <= 0 {
-		return Errorf(EINVALID, "Invalid ttl %v: must be a positive number of minutes", ttl.Minutes)
+	if err := checkTTLMinutes("ttl", ttl.Minutes); err != nil {
+		return err
 	}
 	return checkEnum("ttl strategy", &ttl.Strategy, PruneDelete, []string{PruneDelete, PruneKeepLatest})
 }

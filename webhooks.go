@@ -71,20 +71,17 @@ type WebhookPolicy struct {
 const (
 	WebhookMaxAttemptsDefault = 5
 	WebhookBackoffDefault     = time.Second
-	webhookLease              = time.Minute
-	webhookParallel           = 8
+	// WebhookSignatureHeaderDefault is the default WebhookOptions.SignatureHeader.
+	WebhookSignatureHeaderDefault = "X-Webhook-Signature"
+	// WebhookMaxURLLengthDefault is the default WebhookPolicy.MaxURLLength.
+	WebhookMaxURLLengthDefault = 4096
+	webhookLease               = time.Minute
+	webhookParallel            = 8
 )
-
-func validateWebhookOptions(o WebhookOptions) error {
-	if o.MaxAttempts < 0 || o.Backoff < 0 || o.Policy.MaxURLLength < 0 {
-		return Errorf(EINVALID, "Options.Webhooks values must be 0 (default) or more.")
-	}
-	return nil
-}
 
 // check validates a webhook URL against the policy.
 func (p WebhookPolicy) check(ctx context.Context, raw string) error {
-	if len(raw) > cmp.Or(p.MaxURLLength, 4096) {
+	if len(raw) > cmp.Or(p.MaxURLLength, WebhookMaxURLLengthDefault) {
 		return Errorf(EINVALID, "webhook URL is too long.")
 	}
 	u, err := url.Parse(raw)
@@ -170,9 +167,6 @@ func (c webhookPolicyCheck) check(ctx context.Context, raw string) error {
 }
 
 func newWebhooks(q *runQueue, o WebhookOptions) *webhooks {
-	o.SignatureHeader = cmp.Or(o.SignatureHeader, "X-Webhook-Signature")
-	o.MaxAttempts = cmp.Or(o.MaxAttempts, WebhookMaxAttemptsDefault)
-	o.Backoff = cmp.Or(o.Backoff, WebhookBackoffDefault)
 	return &webhooks{q: q, opts: o, policy: webhookPolicyCheck{enabled: o.Sender != nil, policy: o.Policy}, wake: make(chan struct{}, 1)}
 }
 
@@ -278,7 +272,7 @@ func (w *webhooks) loop(ctx context.Context) {
 				}
 				inflight.Go(func() {
 					defer func() { <-sem }()
-					w.send(ctx, d)
+					q.s.recovered("webhook delivery", func() { w.send(ctx, d) }, "run_id", d.RunID)
 				})
 			}
 			if len(ds) == webhookParallel*4 {

@@ -79,16 +79,22 @@ func (h *handler) recoverPanics(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.logger.ErrorContext(r.Context(), "panic serving request",
-				slog.String("request_id", requestID(r.Context())),
-				slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			h.logPanic(r, v)
 			if sw.status == 0 {
 				writeDetail(w, http.StatusInternalServerError, "Internal error.")
 			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// logPanic logs a panic recovered while serving r, with its stack and the
+// request id.
+func (h *handler) logPanic(r *http.Request, v any) {
+	h.logger.ErrorContext(r.Context(), "panic serving request",
+		slog.String("request_id", requestID(r.Context())),
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
 }
 
 // exposedHeaders are the response headers browsers may read (wire contract

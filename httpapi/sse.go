@@ -79,6 +79,18 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 	defer cancel()
 	wg.Go(func() {
 		defer close(items)
+		// The recover middleware does not reach this goroutine: a panic
+		// following the run ends the stream with an error event instead
+		// of taking the process down.
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				select {
+				case items <- item{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}:
+				case <-ctx.Done():
+				}
+			}
+		}()
 		for ev, err := range events(ctx) {
 			select {
 			case items <- item{ev, err}:
@@ -157,6 +169,12 @@ func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(co
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				done <- result{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}
+			}
+		}()
 		out, err := wait(r.Context())
 		done <- result{out, err}
 	})
