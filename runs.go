@@ -346,6 +346,11 @@ type RunInsert struct {
 	// Owner, when set, claims the run at insertion if it can start at once.
 	Owner      string
 	LeaseUntil time.Time
+
+	// Cron, when set, is the cron firing that creates the run: CreateRun
+	// claims it (as CronStorage.FireCron) in the run's transaction and
+	// fails with ECONFLICT, inserting nothing, when it cannot.
+	Cron *CronFiring
 }
 
 // RunCreated is what RunStorage.CreateRun did besides inserting the run.
@@ -683,17 +688,20 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 
 // finishedOutput is the final output of a run whose log is gone: the
 // thread's values, or its error. It waits (polling storage) while the run is
-// still active, which happens when another process runs it.
+// still active, which happens when another process runs it, waking when
+// the run's status changes (runQueue.watchRuns).
 func (s *Server) finishedOutput(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
-	tick := time.NewTicker(s.rq.pollInterval)
-	defer tick.Stop()
+	f := &follower{s: s, runID: runID}
+	defer f.stop()
 	for {
+		_, changed := f.current()
 		out, ended, err := s.runOutput(ctx, threadID, runID)
 		if err != nil || ended {
 			return out, err
 		}
 		select {
-		case <-tick.C:
+		case <-changed:
+		case <-f.poll():
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-s.lifetime.Done():
