@@ -398,6 +398,14 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		q.endLost(bg, run, log, now)
 		return
 	}
+	if out.rollback && f.Summary != nil {
+		// The summary was read before the run's writes were deleted with
+		// it: the pending writes of its Command (an update a state shows
+		// applied) were still there. Read it again without them.
+		if err := s.resummarize(bg, run.ThreadID); err != nil {
+			s.logger.Error("summarize thread after rollback", "run_id", run.RunID, "err", err)
+		}
+	}
 	if errJSON != nil {
 		log.append("error", errJSON)
 	}

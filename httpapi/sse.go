@@ -73,7 +73,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 		ev  graphserver.StreamEvent
 		err error
 	}
-	items := make(chan item)
+	// Buffered, so that a burst of events (a chat reply streamed token by
+	// token) is written with one flush rather than one per event.
+	items := make(chan item, 256)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -126,6 +128,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 			}
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
+			}
+			if len(items) > 0 && it.err == nil {
+				continue // more to write: flush once after them
 			}
 			if err := rc.Flush(); err != nil {
 				return
