@@ -61,6 +61,10 @@ first, then the requested stream modes). Any number of subscribers can read
 one log, each from any event id (JoinRunStream with LastEventID), so a client
 that reconnects replays what it missed. CancelRun interrupts or rolls back a
 run; multitask strategies decide what a new run does to runs in flight.
+JoinThreadStream follows a whole thread instead: the events of every run on
+it, a metadata {"status": "run_done"} marker as each run ends, and
+state_update events after state updates, filtered by mode (run_modes,
+lifecycle, state_update); it never ends on its own.
 
 # Thread state
 
@@ -68,7 +72,8 @@ GetThreadState, GetThreadHistory and UpdateThreadState read and write a
 thread's checkpoints through its graph (the thread's metadata.graph_id):
 state at any checkpoint and subgraph namespace, history newest first, and
 updates attributed to a node (as_node), forking from an old checkpoint when
-one is named. CreateThread applies supersteps in order.
+one is named. CreateThread applies supersteps in order. PatchThreadState
+merges metadata into the latest checkpoint's.
 
 # Crons
 

@@ -398,6 +398,14 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		q.endLost(bg, run, log, now)
 		return
 	}
+	if out.rollback && f.Summary != nil {
+		// The summary was read before the run's writes were deleted with
+		// it: the pending writes of its Command (an update a state shows
+		// applied) were still there. Read it again without them.
+		if err := s.resummarize(bg, run.ThreadID); err != nil {
+			s.logger.Error("summarize thread after rollback", "run_id", run.RunID, "err", err)
+		}
+	}
 	if errJSON != nil {
 		log.append("error", errJSON)
 	}
@@ -456,7 +464,8 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 		return err
 	}
 	if g, _ := s.threadGraph(th); g != nil {
-		return s.refreshThreadSummary(ctx, th, g)
+		_, err := s.refreshThreadSummary(ctx, th, g)
+		return err
 	}
 	if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
 		return err // nil: a checkpoint remains that only its graph can read

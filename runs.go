@@ -691,17 +691,20 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 
 // finishedOutput is the final output of a run whose log is gone: the
 // thread's values, or its error. It waits (polling storage) while the run is
-// still active, which happens when another process runs it.
+// still active, which happens when another process runs it, waking when
+// the run's status changes (runQueue.watchRuns).
 func (s *Server) finishedOutput(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
-	tick := time.NewTicker(s.rq.pollInterval)
-	defer tick.Stop()
+	f := &follower{s: s, runID: runID}
+	defer f.stop()
 	for {
+		_, changed := f.current()
 		out, ended, err := s.runOutput(ctx, threadID, runID)
 		if err != nil || ended {
 			return out, err
 		}
 		select {
-		case <-tick.C:
+		case <-changed:
+		case <-f.poll():
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-s.lifetime.Done():
