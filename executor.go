@@ -473,7 +473,8 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 		return err
 	}
 	if g, _ := s.threadGraph(th); g != nil {
-		return s.refreshThreadSummary(ctx, th, g)
+		_, err := s.refreshThreadSummary(ctx, th, g)
+		return err
 	}
 	if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
 		return err // nil: a checkpoint remains that only its graph can read

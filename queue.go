@@ -80,7 +80,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		resumableTTL:     opts.ResumableStreamTTL,
 		pollInterval:     opts.PollInterval,
 		defaultMultitask: opts.DefaultMultitaskStrategy,
-		logs:             logRegistry{logs: map[string]*eventLog{}},
+		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
 		wake:             make(chan struct{}, 1),
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},

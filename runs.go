@@ -220,6 +220,9 @@ type RunCreate struct {
 	// "x-" (but x-api-key, x-tenant-id, x-service-key) and user-agent are
 	// copied into config.configurable. Set by httpapi; never decoded.
 	Headers map[string]string `json:"-"`
+
+	// cron is the cron firing creating the run, claimed with its insertion.
+	cron *CronFiring
 }
 
 // RunSearch selects the runs of a thread for ListRuns.
@@ -950,6 +953,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	ins := &RunInsert{
 		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
 		ThreadConfig:   storedCfg,
+		Cron:           rc.cron,
 	}
 	if thread == nil {
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
