@@ -10,7 +10,8 @@ import (
 // chatGraph returns the example "chat" graph: its state is a list of
 // messages, and its one node answers the last human message, streaming the
 // reply word by word (stream_mode "messages-tuple" shows the tokens). A
-// real program would call a chat model here.
+// real program would call a chat model here, with the node's context, so
+// that cancelling the run stops it.
 func chatGraph() (*graph.Compiled, error) {
 	g := graph.New(graph.Channels{"messages": graph.AddMessages()})
 	g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
@@ -20,6 +21,11 @@ func chatGraph() (*graph.Compiled, error) {
 		}
 		reply := graph.StreamMessage(ctx, "")
 		for i, word := range strings.Fields("You said: " + last) {
+			// A cancelled run stops the node between tokens, as a model
+			// call would stop when its request context ends.
+			if err := context.Cause(ctx); err != nil {
+				return nil, err
+			}
 			if i > 0 {
 				word = " " + word
 			}
