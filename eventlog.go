@@ -23,6 +23,7 @@ type eventLog struct {
 	runID     string
 	threadID  string
 	resumable bool
+	hub       *threadHub // the thread streams the log's events also go to; nil: none
 
 	mu       sync.Mutex
 	events   []StreamEvent
@@ -48,6 +49,9 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	}
 	l.events = append(l.events, StreamEvent{ID: strconv.Itoa(len(l.events)), Event: event, Data: data})
 	l.changed()
+	if l.hub != nil {
+		l.hub.publish(l.threadID, event, data, l.resumable) // under l.mu: the thread sees the run's order
+	}
 }
 
 // changed wakes the readers; l.mu is held.
@@ -65,6 +69,9 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 	}
 	l.done, l.status, l.output, l.expires = true, status, output, expires
 	l.changed()
+	if l.hub != nil {
+		l.hub.publish(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable)
+	}
 }
 
 // release ends the log without an outcome: the execution appending to it
@@ -220,6 +227,7 @@ func (f *follower) stop() {
 func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		s := st.s
+		defer s.subscribe()()
 		f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 		defer f.stop()
 		pos := st.from
@@ -339,6 +347,7 @@ func (st *RunStream) dropped(log *eventLog) {
 // cancelling the run if the stream was opened with on_disconnect cancel.
 func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 	s := st.s
+	defer s.subscribe()()
 	f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 	defer f.stop()
 	checkNow := f.log == nil
@@ -420,6 +429,7 @@ type logRegistry struct {
 	mu      sync.Mutex
 	logs    map[string]*eventLog
 	watches runWatches
+	hub     threadHub // the logs' events fanned out per thread (thread streams)
 }
 
 func (r *logRegistry) get(runID string) *eventLog {
@@ -449,6 +459,7 @@ func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
 		return l
 	}
 	l := newEventLog(runID, threadID, resumable)
+	l.hub = &r.hub
 	r.logs[runID] = l
 	r.notify(runID)
 	return l
@@ -467,6 +478,7 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
 		return old
 	}
 	l := newEventLog(runID, threadID, resumable)
+	l.hub = &r.hub
 	l.attached = true
 	if old != nil {
 		old.mu.Lock()
@@ -492,8 +504,9 @@ func (r *logRegistry) live() []*eventLog {
 	return out
 }
 
-// prune drops the logs that expired before now.
+// prune drops the logs that expired before now, and the thread events.
 func (r *logRegistry) prune(now time.Time) {
+	r.hub.prune(now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, l := range r.logs {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,11 @@ type Options struct {
 	// expired threads (see SweepThreads). Default:
 	// StoreSweepIntervalDefault (one minute).
 	StoreSweepInterval time.Duration
+
+	// CronInterval is how often Start's scheduler fires the crons that are
+	// due (see FireDueCrons). Default: CronIntervalDefault (one second);
+	// negative disables the scheduler (FireDueCrons still works).
+	CronInterval time.Duration
 
 	// OptimizeInterval is how often a Storage that implements Optimizer is
 	// asked to optimize itself (SQLite: refresh planner statistics, truncate
@@ -104,11 +110,15 @@ type Server struct {
 	rq      *runQueue
 
 	optimizeInterval time.Duration // <= 0: never
+	cronInterval     time.Duration // <= 0: never
 
 	// lifetime is cancelled (with a cause) when Close gives up waiting; work
 	// started by the server derives from it, not from request contexts.
 	lifetime context.Context
 	stop     context.CancelCauseFunc
+
+	observers   observers    // AddObserver
+	subscribers atomic.Int64 // RunStream consumers (Stats)
 
 	mu      sync.Mutex
 	started bool
@@ -134,6 +144,7 @@ func New(opts Options) (*Server, error) {
 		lifetime: lifetime,
 
 		optimizeInterval: opts.OptimizeInterval,
+		cronInterval:     opts.CronInterval,
 		stop:             stop,
 	}
 	s.rq = newRunQueue(s, opts)
@@ -219,6 +230,9 @@ func (s *Server) backgroundTasks() []func(ctx context.Context) {
 	var tasks []func(ctx context.Context)
 	tasks = append(tasks, s.rq.tasks()...)
 	tasks = append(tasks, s.sweepItems)
+	if s.cronInterval > 0 {
+		tasks = append(tasks, s.scheduleCrons)
+	}
 	if o, ok := s.storage.(Optimizer); ok && s.optimizeInterval > 0 {
 		tasks = append(tasks, func(ctx context.Context) { s.optimizeStorage(ctx, o) })
 	}
@@ -286,7 +300,7 @@ const OptimizeIntervalDefault = time.Hour
 func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
 	s.every(ctx, s.optimizeInterval, func(ctx context.Context) {
 		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Error("optimize storage", "error", err)
+			s.logger.Error("optimize storage", "err", err)
 		}
 	})
 }

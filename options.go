@@ -29,6 +29,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.StoreSweepInterval = cmp.Or(o.StoreSweepInterval, StoreSweepIntervalDefault)
 	o.OptimizeInterval = cmp.Or(o.OptimizeInterval, OptimizeIntervalDefault)
+	o.CronInterval = cmp.Or(o.CronInterval, CronIntervalDefault)
 	o.Workers = cmp.Or(o.Workers, WorkersDefault)
 	o.LeaseDuration = cmp.Or(o.LeaseDuration, LeaseDurationDefault)
 	o.MaxAttempts = cmp.Or(o.MaxAttempts, MaxAttemptsDefault)

@@ -87,7 +87,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		pollInterval:     opts.PollInterval,
 		cancelGrace:      opts.CancelGrace,
 		defaultMultitask: opts.DefaultMultitaskStrategy,
-		logs:             logRegistry{logs: map[string]*eventLog{}},
+		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
 		wake:             make(chan struct{}, 1),
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},
@@ -142,6 +142,8 @@ func (q *runQueue) startClaimed(qr *QueuedRun, token string) {
 		// back to the queue for the next start.
 		if err := q.storage.ReleaseRun(context.WithoutCancel(q.s.lifetime), qr.Run.RunID, token, q.s.clock()); err != nil {
 			q.s.logger.Error("release run", "run_id", qr.Run.RunID, "err", err)
+		} else {
+			q.s.runChanged(RunEvent{RunID: qr.Run.RunID, ThreadID: qr.Run.ThreadID, AssistantID: qr.Run.AssistantID, Status: RunPending, Released: true, Reason: "server closing"})
 		}
 		q.releaseSlot()
 		return
@@ -269,7 +271,7 @@ func (q *runQueue) maintain(ctx context.Context) {
 				s.logger.Error("sweep runs", "err", err)
 			}
 			for _, r := range swept {
-				s.logger.Warn("recovered run with expired lease", "run_id", r.RunID, "status", r.Status)
+				s.runChanged(sweptEvent(r))
 				if r.Status == RunInterrupted || r.Status == "" {
 					// Cancelled (interrupt or rollback): the thread's state is
 					// its latest remaining checkpoint, as after a normal finish.

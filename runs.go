@@ -220,6 +220,9 @@ type RunCreate struct {
 	// "x-" (but x-api-key, x-tenant-id, x-service-key) and user-agent are
 	// copied into config.configurable. Set by httpapi; never decoded.
 	Headers map[string]string `json:"-"`
+
+	// cron is the cron firing creating the run, claimed with its insertion.
+	cron *CronFiring
 }
 
 // RunSearch selects the runs of a thread for ListRuns.
@@ -790,6 +793,7 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 				l.finish(c.Status, nil, now.Add(s.rq.logTTL(l)))
 			}
 			s.rq.hooks.enqueueEnded(context.WithoutCancel(s.lifetime), c.Run, RunInterrupted, "")
+			s.runChanged(RunEvent{RunID: c.RunID, ThreadID: c.ThreadID, Status: c.Status, Reason: "cancelled"})
 		}
 	}
 	if len(cancelled) > 0 {
@@ -949,6 +953,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	ins := &RunInsert{
 		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
 		ThreadConfig:   storedCfg,
+		Cron:           rc.cron,
 	}
 	if thread == nil {
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
@@ -977,6 +982,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 		s.rq.logs.drop(runID)
 		return nil, nil, err
 	}
+	s.runChanged(RunEvent{RunID: runID, ThreadID: threadID, AssistantID: asst.AssistantID, Status: RunPending})
 	s.applyCancelled(res.Cancelled)
 	switch {
 	case res.Claimed:

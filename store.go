@@ -855,7 +855,7 @@ func (s *Server) sweepItems(ctx context.Context) {
 func (s *Server) logSweep(ctx context.Context, what string, sweep func() (int, error)) {
 	if n, err := sweep(); err != nil {
 		if ctx.Err() == nil {
-			s.logger.Error("sweep "+what, "error", err)
+			s.logger.Error("sweep "+what, "err", err)
 		}
 	} else if n > 0 {
 		s.logger.Debug("swept "+what, "count", n)

@@ -306,7 +306,9 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 		headers[w.opts.SignatureHeader] = "sha256=" + hex.EncodeToString(mac.Sum(nil))
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	start := time.Now()
 	status, err := w.opts.Sender.Send(sendCtx, d.URL, payload, headers)
+	took := time.Since(start)
 	cancel()
 	attempts := d.Attempts + 1
 	retry := err != nil || status == 429 || status >= 500
@@ -317,9 +319,8 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 		lastErr = "status " + strconv.Itoa(status)
 	}
 	done := !retry || attempts >= w.opts.MaxAttempts
-	if done && retry {
-		q.s.logger.Warn("webhook delivery failed", "run_id", d.RunID, "url", d.URL, "attempts", attempts, "err", lastErr)
-	}
+	q.s.webhookAttempted(WebhookEvent{RunID: d.RunID, URL: d.URL, Attempt: attempts, StatusCode: status,
+		Outcome: webhookOutcome(done, lastErr), Duration: took, Err: lastErr})
 	delay := time.Duration(float64(w.opts.Backoff) * float64(int(1)<<min(attempts-1, 20)) * (0.5 + rand.Float64()))
 	if err := q.storage.UpdateWebhook(context.WithoutCancel(ctx), d.ID, attempts, done, q.s.clock().Add(delay), lastErr); err != nil {
 		q.s.logger.Error("record webhook attempt", "run_id", d.RunID, "err", err)

@@ -275,6 +275,7 @@ type Compiled struct {
 	branches   map[string][]branch
 	inputKeys  []string
 	outputKeys []string
+	outputSet  map[string]struct{}
 	schemas    map[string]json.RawMessage
 	root       bool
 	before     []string
@@ -344,6 +345,10 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 	}
 	if c.outputKeys == nil {
 		c.outputKeys = c.chanNames
+	}
+	c.outputSet = make(map[string]struct{}, len(c.outputKeys))
+	for _, k := range c.outputKeys {
+		c.outputSet[k] = struct{}{}
 	}
 	return c, nil
 }

@@ -268,6 +268,9 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		}
 		next, updatedChans, err := r.g.apply(cs, tasks, step, r.track, true)
 		if err != nil {
+			if berr := r.blame(ctx, cs, tasks, err); berr != nil {
+				err = errors.Join(err, berr)
+			}
 			return nil, r.exit(ctx, cs, tasks, err)
 		}
 		cs, advanced = next, true
@@ -488,21 +491,8 @@ func isInterruptID(s string) bool {
 // applyNullWrites applies the update/goto writes of a run's Command to cs in
 // place, and reports whether there were any.
 func (r *runner) applyNullWrites(cs *ckpt) bool {
-	var ws []write
-	for _, pw := range cs.pending {
-		if pw.TaskID != nullTaskID || pw.Channel == chResume {
-			continue
-		}
-		var v any
-		_ = json.Unmarshal(pw.Value, &v)
-		ws = append(ws, write{pw.Channel, v})
-	}
-	if len(ws) == 0 {
-		return false
-	}
-	t := &task{name: Input, writes: ws}
-	next, _, err := r.g.apply(cs, []*task{t}, cs.step, r.track, false)
-	if err != nil {
+	next, ok := r.g.withNullWrites(cs, r.track)
+	if !ok {
 		return false
 	}
 	cs.values, cs.versions, cs.triggers, cs.sends = next.values, next.versions, next.triggers, next.sends
@@ -679,7 +669,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		}
 		v, appendOnly, err := c.update(k, old, byChan[k])
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &channelError{ch: k, err: err}
 		}
 		if present && c.kind != kindLastValue && jsonEqual(old, v) {
 			continue
@@ -692,6 +682,49 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		updated = append(updated, k)
 	}
 	return next, updated, nil
+}
+
+// channelError is an error applying the writes of a step to channel ch (a
+// reducer rejecting a write, two writes to a LastValue channel).
+type channelError struct {
+	ch  string
+	err error
+}
+
+func (e *channelError) Error() string { return e.err.Error() }
+func (e *channelError) Unwrap() error { return e.err }
+
+// blame records err, an error applying the writes of a step, as the error
+// of the tasks that caused it: those whose writes fail on their own, or else
+// every task writing the channel err names. Their error is saved in place of
+// their writes, so that the thread's state shows it in tasks[].error as it
+// shows a failed node's, and State and History agree on the step.
+func (r *runner) blame(ctx context.Context, cs *ckpt, tasks []*task, err error) error {
+	var culprits []*task
+	for _, t := range tasks {
+		if len(t.writes) == 0 || t.errRec != nil || t.interrupts != nil {
+			continue
+		}
+		if _, _, e := r.g.apply(cs, []*task{t}, cs.step, nil, false); e != nil {
+			culprits = append(culprits, t)
+		}
+	}
+	var ce *channelError
+	if len(culprits) == 0 && errors.As(err, &ce) {
+		for _, t := range tasks {
+			if slices.ContainsFunc(t.writes, func(w write) bool { return w.ch == ce.ch }) {
+				culprits = append(culprits, t)
+			}
+		}
+	}
+	rec := map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
+	for _, t := range culprits {
+		t.errRec, t.writes, t.runErr, t.saved = rec, nil, err, false
+		if perr := r.putWrites(context.WithoutCancel(ctx), cs, t); perr != nil {
+			return perr
+		}
+	}
+	return nil
 }
 
 // maxVersion returns the greatest version known at c. As in LangGraph, all

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Store", exerciseStore},
 		{"Runs", exerciseRuns},
 		{"Crons", exerciseCrons},
+		{"Observe", exerciseObserve},
 		// Webhooks add their exercise functions here.
 	}
 	for _, a := range areas {
