@@ -430,6 +430,10 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 		if m, ok := v.(map[string]any); ok && len(m) > 0 && isResumeMap(m) {
 			r.resumeMap = m
 		} else {
+			if !fresh && hangingInterrupts(cs.pending) > 1 {
+				return &NodeError{Name: "RuntimeError", Message: "When there are multiple pending interrupts, you must specify the interrupt id when resuming. " +
+					"Docs: https://docs.langchain.com/oss/python/langgraph/add-human-in-the-loop#resume-multiple-interrupts-with-one-invocation."}
+			}
 			writes = append(writes, write{chResume, v})
 			r.nullValue, r.hasNull = v, true
 		}
@@ -462,6 +466,39 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 	cs.pending = slices.DeleteFunc(cs.pending, func(w graphserver.PendingWrite) bool { return w.TaskID == nullTaskID })
 	cs.pending = append(cs.pending, pws...)
 	return nil
+}
+
+// hangingInterrupts counts the interrupts pending at a checkpoint that no
+// resume value answers, one per interrupted task, as LangGraph's
+// _pending_interrupts does (a plain resume value cannot choose among
+// several).
+func hangingInterrupts(pending []graphserver.PendingWrite) int {
+	interrupted := map[string]string{}
+	resumed := map[string]bool{}
+	for _, w := range pending {
+		switch w.Channel {
+		case chInterrupt:
+			var l []graphserver.Interrupt
+			if json.Unmarshal(w.Value, &l) == nil && len(l) > 0 {
+				interrupted[w.TaskID] = l[0].ID
+			}
+		case chResume:
+			resumed[w.TaskID] = true
+		}
+	}
+	hanging := map[string]bool{}
+	answered := map[string]bool{}
+	for task, id := range interrupted {
+		if resumed[task] {
+			answered[id] = true
+		}
+	}
+	for _, id := range interrupted {
+		if !answered[id] {
+			hanging[id] = true
+		}
+	}
+	return len(hanging)
 }
 
 // isResumeMap tells whether m maps interrupt ids to values (rather than
@@ -890,26 +927,10 @@ func (r *runner) call(ctx context.Context, tr *taskRuntime, in State) (out any, 
 	if n == nil {
 		return nil, fmt.Errorf("task of unknown node %q", t.name)
 	}
-	if n.subgraph != nil {
-		return r.callSubgraph(ctx, tr, n.subgraph, in)
+	if n.fn == nil {
+		return tr.invoke(ctx, n.subgraph, map[string]any(in))
 	}
 	return n.fn(ctx, in)
-}
-
-func (r *runner) callSubgraph(ctx context.Context, tr *taskRuntime, sub *Compiled, in State) (any, error) {
-	child := newRunner(sub, r.rc, tr.t.ns)
-	child.parents = maps.Clone(r.parents)
-	child.parents[r.ns] = tr.cs.id
-	child.resumeMap = r.resumeMap
-	child.nullResume = tr.takeNullResume
-	existing, err := load(ctx, r.rc.cp, r.rc.threadID, tr.t.ns, "")
-	if err != nil {
-		return nil, err
-	}
-	if existing != nil {
-		return child.run(ctx, nil, false, nil, "")
-	}
-	return child.run(ctx, map[string]any(in), true, nil, "")
 }
 
 // writesFor turns a node's output into writes: channel updates, then the
