@@ -977,7 +977,9 @@ type parentCommand struct {
 	from string  // namespace of the graph the node belongs to
 }
 
-func (e *parentCommand) Error() string     { return "a Command for the parent graph reached no parent graph" }
+func (e *parentCommand) Error() string {
+	return "a Command for the parent graph reached no parent graph"
+}
 func (e *parentCommand) ErrorName() string { return "ParentCommand" }
 
 func (r *runner) call(ctx context.Context, tr *taskRuntime, in State) (out any, err error) {
