@@ -61,6 +61,10 @@ first, then the requested stream modes). Any number of subscribers can read
 one log, each from any event id (JoinRunStream with LastEventID), so a client
 that reconnects replays what it missed. CancelRun interrupts or rolls back a
 run; multitask strategies decide what a new run does to runs in flight.
+JoinThreadStream follows a whole thread instead: the events of every run on
+it, a metadata {"status": "run_done"} marker as each run ends, and
+state_update events after state updates, filtered by mode (run_modes,
+lifecycle, state_update); it never ends on its own.
 
 # Thread state
 
@@ -68,7 +72,22 @@ GetThreadState, GetThreadHistory and UpdateThreadState read and write a
 thread's checkpoints through its graph (the thread's metadata.graph_id):
 state at any checkpoint and subgraph namespace, history newest first, and
 updates attributed to a node (as_node), forking from an old checkpoint when
-one is named. CreateThread applies supersteps in order.
+one is named. CreateThread applies supersteps in order. PatchThreadState
+merges metadata into the latest checkpoint's.
+
+# Crons
+
+CreateCron schedules runs: on a thread (each firing creates a run on it,
+with the payload's multitask strategy) or stateless (each firing creates a
+run on a new thread, deleted after the run unless OnRunCompleted is keep).
+Schedules are standard 5-field cron expressions or descriptors (@hourly,
+@daily, @every 90s, ...), parsed by github.com/robfig/cron/v3 and read in the
+cron's IANA time zone (UTC by default). Start's scheduler fires due crons
+every Options.CronInterval (FireDueCrons does it on demand): each firing
+happens once however many Servers share the storage, a cron that missed
+firings while no server ran fires once and then follows its schedule, and a
+cron stops at its end time. UpdateCron, DeleteCron, SearchCrons and
+CountCrons manage them; see Example_crons.
 
 # Store
 
@@ -92,10 +111,23 @@ nothing.
 
 New validates its Options and does no I/O: CRUD methods work at once. Start
 checks the storage, creates the system assistants and starts the background
-work (run workers, sweeps). Close stops taking work, waits for what is in
+work (run workers, sweeps, the cron scheduler). Close stops taking work, waits for what is in
 flight until its context ends, then cancels the rest; it does not close the
 Storage, which its opener closes afterwards. Shut down in this order: the
-HTTP server (http.Server.Shutdown), then Server.Close, then the storage.
+HTTP server (http.Server.Shutdown), then Server.Close, then the storage. A
+run cancelled by Close is handed back to the queue, not failed: the next
+Start resumes it.
+
+# Observing
+
+The Server logs to Options.Logger (httpapi uses the same logger by
+default): one line per run state change and per webhook delivery attempt,
+with the keys run_id, thread_id, run_status, attempt, duration and err,
+which httpapi's request lines share (with method, route, path, status,
+duration and request_id). AddObserver registers an Observer that receives
+the same changes as values (RunEvent, WebhookEvent, and the storage's
+StorageWriteEvent); Stats reads the queue depth, the runs executing and the
+stream subscribers.
 
 # Compatibility
 

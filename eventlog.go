@@ -23,6 +23,7 @@ type eventLog struct {
 	runID     string
 	threadID  string
 	resumable bool
+	hub       *threadHub // the thread streams the log's events also go to; nil: none
 
 	mu       sync.Mutex
 	events   []StreamEvent
@@ -48,6 +49,9 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	}
 	l.events = append(l.events, StreamEvent{ID: strconv.Itoa(len(l.events)), Event: event, Data: data})
 	l.changed()
+	if l.hub != nil {
+		l.hub.publish(l.threadID, event, data, l.resumable) // under l.mu: the thread sees the run's order
+	}
 }
 
 // changed wakes the readers; l.mu is held.
@@ -65,6 +69,9 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 	}
 	l.done, l.status, l.output, l.expires = true, status, output, expires
 	l.changed()
+	if l.hub != nil {
+		l.hub.publish(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable)
+	}
 }
 
 // release ends the log without an outcome: the execution appending to it
@@ -149,19 +156,28 @@ type RunStream struct {
 }
 
 // follower tracks which log of a run a reader follows: the run's log in this
-// process while one is live, else storage (polled every poll interval) for
-// a run executed elsewhere, or ended with its log gone.
+// process while one is live, else storage. It registers the run with the
+// run watches for as long as it follows, so that it wakes once when the
+// run's log here appears or changes hands and once when the run's status in
+// storage changes (the watches poll storage for every watched run together,
+// see runQueue.watchRuns), instead of querying storage itself every poll
+// interval.
 type follower struct {
-	s     *Server
-	runID string
-	log   *eventLog
-	stale *eventLog // a log found released: storage is followed instead
-	tick  *time.Ticker
+	s       *Server
+	runID   string
+	log     *eventLog
+	stale   *eventLog // a log found released: storage is followed instead
+	release func()    // ends the watch registration
+	tick    *time.Ticker
 }
 
 // current returns the log to follow (nil: follow storage) and a channel
-// closed when the run's log in this process changes.
+// closed when the run's log in this process is added or replaced, or its
+// status in storage changes.
 func (f *follower) current() (*eventLog, <-chan struct{}) {
+	if f.release == nil {
+		f.release = f.s.rq.logs.watches.add(f.runID)
+	}
 	cur, changed := f.s.rq.logs.watch(f.runID)
 	if f.log == nil && cur != f.stale {
 		f.log = cur
@@ -169,8 +185,18 @@ func (f *follower) current() (*eventLog, <-chan struct{}) {
 	return f.log, changed
 }
 
-// poll returns the poll ticker's channel, starting it.
+// poll returns a channel ticking every poll interval while the server is
+// not started: then no watcher polls storage for this follower (a run
+// created here may be executed by another process), so it polls itself.
+// Once the server is started it returns nil (never ready).
 func (f *follower) poll() <-chan time.Time {
+	if f.s.rq.watching() {
+		if f.tick != nil {
+			f.tick.Stop()
+			f.tick = nil
+		}
+		return nil
+	}
 	if f.tick == nil {
 		f.tick = time.NewTicker(f.s.rq.pollInterval)
 	}
@@ -180,6 +206,9 @@ func (f *follower) poll() <-chan time.Time {
 func (f *follower) stop() {
 	if f.tick != nil {
 		f.tick.Stop()
+	}
+	if f.release != nil {
+		f.release()
 	}
 }
 
@@ -198,6 +227,7 @@ func (f *follower) stop() {
 func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		s := st.s
+		defer s.subscribe()()
 		f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 		defer f.stop()
 		pos := st.from
@@ -279,6 +309,7 @@ func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 			select {
 			case <-wake:
 			case <-changed:
+				checkNow = true
 			case <-f.poll():
 				checkNow = true
 			case <-ctx.Done():
@@ -316,6 +347,7 @@ func (st *RunStream) dropped(log *eventLog) {
 // cancelling the run if the stream was opened with on_disconnect cancel.
 func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 	s := st.s
+	defer s.subscribe()()
 	f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 	defer f.stop()
 	checkNow := f.log == nil
@@ -360,6 +392,7 @@ func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 		select {
 		case <-wake:
 		case <-changed:
+			checkNow = true
 		case <-f.poll():
 			checkNow = true
 		case <-ctx.Done():
@@ -390,11 +423,13 @@ func (st *RunStream) pass(event string) bool {
 	return false
 }
 
-// logRegistry holds the event logs of the runs of this process.
+// logRegistry holds the event logs of the runs of this process, and the
+// watches of the runs followed here.
 type logRegistry struct {
 	mu      sync.Mutex
 	logs    map[string]*eventLog
-	changes chan struct{} // closed and replaced when a log is added or replaced
+	watches runWatches
+	hub     threadHub // the logs' events fanned out per thread (thread streams)
 }
 
 func (r *logRegistry) get(runID string) *eventLog {
@@ -404,22 +439,16 @@ func (r *logRegistry) get(runID string) *eventLog {
 }
 
 // watch returns the log of a run (nil if none) and a channel closed when
-// the registry next adds or replaces a log.
+// the run's log is next added or replaced, or its watched status changes.
 func (r *logRegistry) watch(runID string) (*eventLog, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.changes == nil {
-		r.changes = make(chan struct{})
-	}
-	return r.logs[runID], r.changes
+	return r.logs[runID], r.watches.wait(runID)
 }
 
-// notify wakes watchers; r.mu is held.
-func (r *logRegistry) notify() {
-	if r.changes != nil {
-		close(r.changes)
-	}
-	r.changes = make(chan struct{})
+// notify wakes the followers of runID; r.mu is held.
+func (r *logRegistry) notify(runID string) {
+	r.watches.wake(runID)
 }
 
 // open returns the log of a new run, creating it.
@@ -430,8 +459,9 @@ func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
 		return l
 	}
 	l := newEventLog(runID, threadID, resumable)
+	l.hub = &r.hub
 	r.logs[runID] = l
-	r.notify()
+	r.notify(runID)
 	return l
 }
 
@@ -448,6 +478,7 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
 		return old
 	}
 	l := newEventLog(runID, threadID, resumable)
+	l.hub = &r.hub
 	l.attached = true
 	if old != nil {
 		old.mu.Lock()
@@ -456,7 +487,7 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
 		old.release(time.Now())
 	}
 	r.logs[runID] = l
-	r.notify()
+	r.notify(runID)
 	return l
 }
 
@@ -473,8 +504,9 @@ func (r *logRegistry) live() []*eventLog {
 	return out
 }
 
-// prune drops the logs that expired before now.
+// prune drops the logs that expired before now, and the thread events.
 func (r *logRegistry) prune(now time.Time) {
+	r.hub.prune(now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, l := range r.logs {
@@ -492,4 +524,103 @@ func (r *logRegistry) drop(runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.logs, runID)
+}
+
+// runWatches wakes the followers of runs: one channel per watched run,
+// closed and replaced when the run's log here is added or replaced (wake),
+// or when its status in storage changes (observe). A follower holds a
+// registration (add) while it follows, so a run is watched while someone
+// follows it, and a wake-up costs one channel close per run, whatever the
+// number of followers.
+type runWatches struct {
+	mu sync.Mutex
+	m  map[string]*runWatch
+}
+
+// runWatch is one watched run.
+type runWatch struct {
+	refs   int
+	ch     chan struct{}
+	status string // status last observed in storage; "" before the first look
+}
+
+// add registers a follower of runID and returns the function that ends the
+// registration.
+func (w *runWatches) add(runID string) (release func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]*runWatch{}
+	}
+	rw := w.m[runID]
+	if rw == nil {
+		rw = &runWatch{ch: make(chan struct{})}
+		w.m[runID] = rw
+	}
+	rw.refs++
+	return sync.OnceFunc(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if rw.refs--; rw.refs == 0 && w.m[runID] == rw {
+			delete(w.m, runID)
+		}
+	})
+}
+
+// closedChan is a channel that is always closed: the wait of a run nobody
+// registered for (the caller then looks again at once).
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// wait returns the channel closed at the run's next wake-up.
+func (w *runWatches) wait(runID string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rw := w.m[runID]; rw != nil {
+		return rw.ch
+	}
+	return closedChan
+}
+
+// wake wakes the followers of runID.
+func (w *runWatches) wake(runID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rw := w.m[runID]; rw != nil {
+		close(rw.ch)
+		rw.ch = make(chan struct{})
+	}
+}
+
+// ids returns the watched runs.
+func (w *runWatches) ids() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.m))
+	for id := range w.m {
+		out = append(out, id)
+	}
+	return out
+}
+
+// observe records the statuses read from storage (a run missing from
+// statuses is gone) for ids, and wakes the followers of each run whose
+// status changed since the last look.
+func (w *runWatches) observe(ids []string, statuses map[string]string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		rw := w.m[id]
+		if rw == nil {
+			continue
+		}
+		st, ok := statuses[id]
+		if !ok {
+			st = "gone"
+		}
+		if rw.status != st {
+			rw.status = st
+			close(rw.ch)
+			rw.ch = make(chan struct{})
+		}
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +23,7 @@ type runOutcome struct {
 	tracker  *outputTracker
 	graph    Graph
 	cfg      Object
+	attempt  int // of the execution
 }
 
 // outputTracker remembers what the final output of a run needs from its
@@ -71,6 +74,15 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
 	log := q.logs.attach(run.RunID, run.ThreadID, run.Kwargs.Resumable)
+	defer func() {
+		// A panic outside the graph (runSafely recovers the graph's) must
+		// not take the process down: the run keeps its lease, which the
+		// sweep recovers, and its followers are told to join again.
+		if v := recover(); v != nil {
+			s.logger.Error("run execution panicked", "run_id", run.RunID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.release(s.clock().Add(q.logTTL(log)))
+		}
+	}()
 	if evs, _, _ := log.read(0); qr.Attempt > 1 || len(evs) == 0 {
 		log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
 	}
@@ -89,10 +101,13 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	stopRenew := make(chan struct{})
 	var renew sync.WaitGroup
 	renew.Go(func() { q.renewLease(ctx, run.RunID, token, cancel, stopRenew) })
+	endRenew := sync.OnceFunc(func() { close(stopRenew); renew.Wait() })
+	defer endRenew()
 	startedAt := s.clock()
+	s.runChanged(startedEvent(qr, startedAt))
 	out := q.runGraph(ctx, run, log, func(cp Checkpointer) Checkpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
-	close(stopRenew)
-	renew.Wait()
+	endRenew()
+	out.attempt = qr.Attempt
 	q.finish(ctx, run, out, startedAt, log, token)
 }
 
@@ -339,11 +354,13 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed) {
 			if err := q.storage.ReleaseRun(bg, run.RunID, token, now); err != nil && ErrorCode(err) != ENOTFOUND {
 				s.logger.Error("release run", "run_id", run.RunID, "err", err)
+			} else if err == nil {
+				s.runChanged(endedEvent(run, out, RunPending, now.Sub(startedAt), "server closing"))
 			}
 			log.release(now.Add(q.logTTL(log)))
 			return
 		}
-		q.endLost(bg, run, log, now)
+		s.runChanged(q.endLost(bg, run, log, now, endedEvent(run, out, RunPending, now.Sub(startedAt), "lease lost")))
 		return
 	}
 
@@ -383,8 +400,16 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 			log.release(now.Add(q.logTTL(log)))
 			return
 		}
-		q.endLost(bg, run, log, now)
+		s.runChanged(q.endLost(bg, run, log, now, endedEvent(run, out, RunPending, now.Sub(startedAt), "lease lost")))
 		return
+	}
+	if out.rollback && f.Summary != nil {
+		// The summary was read before the run's writes were deleted with
+		// it: the pending writes of its Command (an update a state shows
+		// applied) were still there. Read it again without them.
+		if err := s.resummarize(bg, run.ThreadID); err != nil {
+			s.logger.Error("summarize thread after rollback", "run_id", run.RunID, "err", err)
+		}
 	}
 	if errJSON != nil {
 		log.append("error", errJSON)
@@ -394,6 +419,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		status = ""
 	}
 	log.finish(status, output, now.Add(q.logTTL(log)))
+	s.runChanged(endedEvent(run, out, status, now.Sub(startedAt), ""))
 	q.signal()
 	if f.Webhook != nil {
 		q.hooks.signal()
@@ -402,13 +428,16 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 
 // endLost ends the log of an execution that lost its run: released when
 // another claim holds the run (it goes on), finished (interrupted) when the
-// run is gone with its thread, as nothing will resume it.
-func (q *runQueue) endLost(ctx context.Context, run *Run, log *eventLog, now time.Time) {
+// run is gone with its thread, as nothing will resume it. It returns ev
+// (the release event), made the end event of an interrupted run if so.
+func (q *runQueue) endLost(ctx context.Context, run *Run, log *eventLog, now time.Time, ev RunEvent) RunEvent {
 	if _, err := q.storage.GetRun(ctx, "", run.RunID, nil); ErrorCode(err) == ENOTFOUND {
 		log.finish(RunInterrupted, nil, now.Add(q.logTTL(log)))
-		return
+		ev.Status, ev.Released, ev.Reason = RunInterrupted, false, "run deleted"
+		return ev
 	}
 	log.release(now.Add(q.logTTL(log)))
+	return ev
 }
 
 // finalState returns the thread's state after the run: the state the graph
@@ -444,7 +473,8 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 		return err
 	}
 	if g, _ := s.threadGraph(th); g != nil {
-		return s.refreshThreadSummary(ctx, th, g)
+		_, err := s.refreshThreadSummary(ctx, th, g)
+		return err
 	}
 	if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
 		return err // nil: a checkpoint remains that only its graph can read

@@ -1,11 +1,12 @@
 package graphserver
 
 import (
-	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
-	"maps"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,11 @@ type Options struct {
 	// expired threads (see SweepThreads). Default:
 	// StoreSweepIntervalDefault (one minute).
 	StoreSweepInterval time.Duration
+
+	// CronInterval is how often Start's scheduler fires the crons that are
+	// due (see FireDueCrons). Default: CronIntervalDefault (one second);
+	// negative disables the scheduler (FireDueCrons still works).
+	CronInterval time.Duration
 
 	// OptimizeInterval is how often a Storage that implements Optimizer is
 	// asked to optimize itself (SQLite: refresh planner statistics, truncate
@@ -97,11 +103,15 @@ type Server struct {
 	rq      *runQueue
 
 	optimizeInterval time.Duration // <= 0: never
+	cronInterval     time.Duration // <= 0: never
 
 	// lifetime is cancelled (with a cause) when Close gives up waiting; work
 	// started by the server derives from it, not from request contexts.
 	lifetime context.Context
 	stop     context.CancelCauseFunc
+
+	observers   observers    // AddObserver
+	subscribers atomic.Int64 // RunStream consumers (Stats)
 
 	mu      sync.Mutex
 	started bool
@@ -112,35 +122,23 @@ type Server struct {
 // New validates opts and returns a Server. It starts no goroutines and does
 // no I/O: CRUD methods work at once; runs wait until Start.
 func New(opts Options) (*Server, error) {
-	if opts.Storage == nil {
-		return nil, Errorf(EINVALID, "Options.Storage is required")
-	}
-	for id, g := range opts.Graphs {
-		if id == "" || g == nil {
-			return nil, Errorf(EINVALID, "Options.Graphs: graph ids must be non-empty and graphs non-nil")
-		}
-	}
-	if err := validateQueueOptions(opts); err != nil {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	lifetime, stop := context.WithCancelCause(context.Background())
 	s := &Server{
 		storage:  opts.Storage,
-		graphs:   maps.Clone(opts.Graphs),
-		seeds:    maps.Clone(opts.GraphConfigs),
-		logger:   cmp.Or(opts.Logger, slog.Default()),
+		graphs:   opts.Graphs,
+		seeds:    opts.GraphConfigs,
+		logger:   opts.Logger,
 		now:      opts.Now,
 		itemCfg:  newItemConfig(opts),
 		lifetime: lifetime,
 
-		optimizeInterval: cmp.Or(opts.OptimizeInterval, OptimizeIntervalDefault),
+		optimizeInterval: opts.OptimizeInterval,
+		cronInterval:     opts.CronInterval,
 		stop:             stop,
-	}
-	if s.graphs == nil {
-		s.graphs = map[string]Graph{}
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	s.rq = newRunQueue(s, opts)
 	return s, nil
@@ -173,7 +171,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	for _, run := range s.backgroundTasks() {
-		s.wg.Go(func() { run(s.lifetime) })
+		s.wg.Go(func() { s.supervise(s.lifetime, run) })
 	}
 	s.started = true
 	return nil
@@ -216,10 +214,52 @@ func (s *Server) backgroundTasks() []func(ctx context.Context) {
 	var tasks []func(ctx context.Context)
 	tasks = append(tasks, s.rq.tasks()...)
 	tasks = append(tasks, s.sweepItems)
+	if s.cronInterval > 0 {
+		tasks = append(tasks, s.scheduleCrons)
+	}
 	if o, ok := s.storage.(Optimizer); ok && s.optimizeInterval > 0 {
 		tasks = append(tasks, func(ctx context.Context) { s.optimizeStorage(ctx, o) })
 	}
 	return tasks
+}
+
+// restartDelay is how long a background loop that panicked waits before it
+// runs again.
+const restartDelay = time.Second
+
+// supervise runs the background loop run until it returns normally. A panic
+// in it is logged with its stack, and the loop starts again after
+// restartDelay, unless the server is stopping: no background goroutine can
+// take the process down, and none stays dead.
+func (s *Server) supervise(ctx context.Context, run func(ctx context.Context)) {
+	for {
+		if !s.recovered("background task", func() { run(ctx) }) {
+			return
+		}
+		t := time.NewTimer(restartDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.rq.drain:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// recovered calls fn and reports whether it panicked; the panic is logged
+// with its stack, never re-raised.
+func (s *Server) recovered(what string, fn func(), attrs ...any) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			s.logger.Error(what+" panicked", append(attrs, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))...)
+		}
+	}()
+	fn()
+	return false
 }
 
 // beginDrain tells background loops to stop taking new work.
@@ -244,7 +284,7 @@ const OptimizeIntervalDefault = time.Hour
 func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
 	s.every(ctx, s.optimizeInterval, func(ctx context.Context) {
 		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Error("optimize storage", "error", err)
+			s.logger.Error("optimize storage", "err", err)
 		}
 	})
 }

@@ -60,6 +60,8 @@ type runQueue struct {
 
 	slots chan struct{} // one token per run executing here (Options.Workers)
 
+	watcherOn atomic.Bool // watchRuns is polling storage for the followed runs
+
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc // runs executing here
 	accepting bool                               // started and not draining
@@ -71,14 +73,14 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		s:                s,
 		storage:          rs,
 		owner:            uuid.NewString(),
-		workers:          cmp.Or(opts.Workers, WorkersDefault),
-		lease:            cmp.Or(opts.LeaseDuration, LeaseDurationDefault),
-		maxAttempts:      cmp.Or(opts.MaxAttempts, MaxAttemptsDefault),
-		maxRunTime:       cmp.Or(opts.MaxRunTime, MaxRunTimeDefault),
-		resumableTTL:     cmp.Or(opts.ResumableStreamTTL, ResumableStreamTTLDefault),
-		pollInterval:     cmp.Or(opts.PollInterval, PollIntervalDefault),
-		defaultMultitask: cmp.Or(opts.DefaultMultitaskStrategy, MultitaskEnqueue),
-		logs:             logRegistry{logs: map[string]*eventLog{}},
+		workers:          opts.Workers,
+		lease:            opts.LeaseDuration,
+		maxAttempts:      opts.MaxAttempts,
+		maxRunTime:       opts.MaxRunTime,
+		resumableTTL:     opts.ResumableStreamTTL,
+		pollInterval:     opts.PollInterval,
+		defaultMultitask: opts.DefaultMultitaskStrategy,
+		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
 		wake:             make(chan struct{}, 1),
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},
@@ -86,21 +88,6 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 	q.slots = make(chan struct{}, q.workers)
 	q.hooks = newWebhooks(q, opts.Webhooks)
 	return q
-}
-
-// validateQueueOptions names the first bad run option.
-func validateQueueOptions(opts Options) error {
-	switch {
-	case opts.Workers < 0:
-		return Errorf(EINVALID, "Options.Workers must be 0 (default) or more.")
-	case opts.LeaseDuration < 0, opts.MaxRunTime < 0, opts.ResumableStreamTTL < 0, opts.PollInterval < 0:
-		return Errorf(EINVALID, "Options durations must be 0 (default) or more.")
-	case opts.MaxAttempts < 0:
-		return Errorf(EINVALID, "Options.MaxAttempts must be 0 (default) or more.")
-	case opts.DefaultMultitaskStrategy != "" && !slices.Contains(MultitaskStrategies, opts.DefaultMultitaskStrategy):
-		return Errorf(EINVALID, "Options.DefaultMultitaskStrategy must be reject, interrupt, rollback or enqueue.")
-	}
-	return validateWebhookOptions(opts.Webhooks)
 }
 
 // tasks lists the queue's background loops.
@@ -111,7 +98,7 @@ func (q *runQueue) tasks() []func(ctx context.Context) {
 	q.mu.Lock()
 	q.accepting = true
 	q.mu.Unlock()
-	return []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop}
+	return []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop, q.watchRuns}
 }
 
 // beginDrain stops claiming new runs and webhooks.
@@ -148,6 +135,8 @@ func (q *runQueue) startClaimed(qr *QueuedRun, token string) {
 		// back to the queue for the next start.
 		if err := q.storage.ReleaseRun(context.WithoutCancel(q.s.lifetime), qr.Run.RunID, token, q.s.clock()); err != nil {
 			q.s.logger.Error("release run", "run_id", qr.Run.RunID, "err", err)
+		} else {
+			q.s.runChanged(RunEvent{RunID: qr.Run.RunID, ThreadID: qr.Run.ThreadID, AssistantID: qr.Run.AssistantID, Status: RunPending, Released: true, Reason: "server closing"})
 		}
 		q.releaseSlot()
 		return
@@ -275,7 +264,7 @@ func (q *runQueue) maintain(ctx context.Context) {
 				s.logger.Error("sweep runs", "err", err)
 			}
 			for _, r := range swept {
-				s.logger.Warn("recovered run with expired lease", "run_id", r.RunID, "status", r.Status)
+				s.runChanged(sweptEvent(r))
 				if r.Status == RunInterrupted || r.Status == "" {
 					// Cancelled (interrupt or rollback): the thread's state is
 					// its latest remaining checkpoint, as after a normal finish.
@@ -307,4 +296,72 @@ func (q *runQueue) maintain(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// watching reports whether watchRuns polls storage for followed runs.
+func (q *runQueue) watching() bool { return q.watcherOn.Load() }
+
+// watchRuns reads, every poll interval and in one query, the status of the
+// runs followed here that this process does not execute (pending, executed
+// by another process), and wakes the followers of those whose status
+// changed: a run starting or ending elsewhere wakes each of its followers
+// once, instead of every follower querying storage every poll interval.
+// A run claimed here wakes its followers at once, when its log is attached.
+func (q *runQueue) watchRuns(ctx context.Context) {
+	q.watcherOn.Store(true)
+	defer q.watcherOn.Store(false)
+	tick := time.NewTicker(q.pollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-q.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+		q.pollWatched(ctx)
+	}
+}
+
+// pollWatched is one round of watchRuns.
+func (q *runQueue) pollWatched(ctx context.Context) {
+	ids := slices.DeleteFunc(q.logs.watches.ids(), func(id string) bool {
+		l := q.logs.get(id)
+		if l == nil {
+			return false
+		}
+		ls := l.state()
+		return ls.attached && !ls.done // executing here: its log wakes its followers
+	})
+	if len(ids) == 0 {
+		return
+	}
+	statuses, err := q.runStatuses(ctx, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			q.s.logger.Warn("read followed run statuses", "err", err)
+		}
+		return
+	}
+	q.logs.watches.observe(ids, statuses)
+}
+
+// runStatuses reads the status of runs: in one query when the storage is a
+// RunStatusReader, else one GetRun each. Runs that do not exist are absent.
+func (q *runQueue) runStatuses(ctx context.Context, ids []string) (map[string]string, error) {
+	if r, ok := q.storage.(RunStatusReader); ok {
+		return r.RunStatuses(ctx, ids)
+	}
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		run, err := q.storage.GetRun(ctx, "", id, nil)
+		if ErrorCode(err) == ENOTFOUND {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out[id] = run.Status
+	}
+	return out, nil
 }

@@ -220,6 +220,9 @@ type RunCreate struct {
 	// "x-" (but x-api-key, x-tenant-id, x-service-key) and user-agent are
 	// copied into config.configurable. Set by httpapi; never decoded.
 	Headers map[string]string `json:"-"`
+
+	// cron is the cron firing creating the run, claimed with its insertion.
+	cron *CronFiring
 }
 
 // RunSearch selects the runs of a thread for ListRuns.
@@ -346,6 +349,11 @@ type RunInsert struct {
 	// Owner, when set, claims the run at insertion if it can start at once.
 	Owner      string
 	LeaseUntil time.Time
+
+	// Cron, when set, is the cron firing that creates the run: CreateRun
+	// claims it (as CronStorage.FireCron) in the run's transaction and
+	// fails with ECONFLICT, inserting nothing, when it cannot.
+	Cron *CronFiring
 }
 
 // RunCreated is what RunStorage.CreateRun did besides inserting the run.
@@ -683,17 +691,20 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 
 // finishedOutput is the final output of a run whose log is gone: the
 // thread's values, or its error. It waits (polling storage) while the run is
-// still active, which happens when another process runs it.
+// still active, which happens when another process runs it, waking when
+// the run's status changes (runQueue.watchRuns).
 func (s *Server) finishedOutput(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
-	tick := time.NewTicker(s.rq.pollInterval)
-	defer tick.Stop()
+	f := &follower{s: s, runID: runID}
+	defer f.stop()
 	for {
+		_, changed := f.current()
 		out, ended, err := s.runOutput(ctx, threadID, runID)
 		if err != nil || ended {
 			return out, err
 		}
 		select {
-		case <-tick.C:
+		case <-changed:
+		case <-f.poll():
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-s.lifetime.Done():
@@ -782,6 +793,7 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 				l.finish(c.Status, nil, now.Add(s.rq.logTTL(l)))
 			}
 			s.rq.hooks.enqueueEnded(context.WithoutCancel(s.lifetime), c.Run, RunInterrupted, "")
+			s.runChanged(RunEvent{RunID: c.RunID, ThreadID: c.ThreadID, Status: c.Status, Reason: "cancelled"})
 		}
 	}
 	if len(cancelled) > 0 {
@@ -941,6 +953,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	ins := &RunInsert{
 		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
 		ThreadConfig:   storedCfg,
+		Cron:           rc.cron,
 	}
 	if thread == nil {
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
@@ -969,6 +982,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 		s.rq.logs.drop(runID)
 		return nil, nil, err
 	}
+	s.runChanged(RunEvent{RunID: runID, ThreadID: threadID, AssistantID: asst.AssistantID, Status: RunPending})
 	s.applyCancelled(res.Cancelled)
 	switch {
 	case res.Claimed:

@@ -138,20 +138,23 @@ func (s *Server) UpdateThreadState(ctx context.Context, threadID string, u Threa
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refreshThreadSummary(ctx, t, g); err != nil {
+	st, err := s.refreshThreadSummary(ctx, t, g)
+	if err != nil {
 		return nil, err
 	}
+	s.publishStateUpdate(t.ThreadID, st)
 	return &ThreadStateUpdateResult{Checkpoint: out, Configurable: out, CheckpointID: out.CheckpointID}, nil
 }
 
 // refreshThreadSummary recomputes the thread's values, interrupts and status
-// from its latest root checkpoint, read through g, and clears its error.
-func (s *Server) refreshThreadSummary(ctx context.Context, t *Thread, g Graph) error {
+// from its latest root checkpoint, read through g, and clears its error. It
+// returns the state read.
+func (s *Server) refreshThreadSummary(ctx context.Context, t *Thread, g Graph) (*ThreadState, error) {
 	st, err := g.State(ctx, &StateRequest{Checkpoint: Checkpoint{ThreadID: t.ThreadID}, Config: threadConfig(t), Checkpointer: s.storage})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.storage.SetThreadSummary(ctx, t.ThreadID, summarize(st, nil), s.clock())
+	return st, s.storage.SetThreadSummary(ctx, t.ThreadID, summarize(st, nil), s.clock())
 }
 
 // stateThread validates the thread id and reads the thread through the
@@ -199,7 +202,8 @@ func (s *Server) superstepsGraph(c ThreadCreate) (Graph, error) {
 // bad request leaves nothing behind.
 func (s *Server) applySupersteps(ctx context.Context, t *Thread, g Graph, steps []Superstep) (*Thread, error) {
 	graphID, _ := t.Metadata["graph_id"].(string)
-	apply := func() error {
+	var st *ThreadState
+	apply := func() (err error) {
 		for _, step := range steps {
 			for _, u := range step.Updates {
 				_, err := g.UpdateState(ctx, &UpdateStateRequest{
@@ -212,7 +216,8 @@ func (s *Server) applySupersteps(ctx context.Context, t *Thread, g Graph, steps 
 				}
 			}
 		}
-		return s.refreshThreadSummary(ctx, t, g)
+		st, err = s.refreshThreadSummary(ctx, t, g)
+		return err
 	}
 	if err := apply(); err != nil {
 		if derr := s.storage.DeleteThread(context.WithoutCancel(ctx), t.ThreadID, nil); derr != nil {
@@ -223,5 +228,41 @@ func (s *Server) applySupersteps(ctx context.Context, t *Thread, g Graph, steps 
 		}
 		return nil, Errorf(EBADREQUEST, "Thread %s could not be created: its supersteps failed: %s", t.ThreadID, ErrorMessage(err))
 	}
+	s.publishStateUpdate(t.ThreadID, st)
 	return s.storage.GetThread(ctx, t.ThreadID, nil)
+}
+
+// ThreadStatePatch is the body of PATCH /threads/{id}/state.
+type ThreadStatePatch struct {
+	// Metadata is merged shallowly into the metadata of the thread's latest
+	// checkpoint. Required; {} changes nothing.
+	Metadata Metadata `json:"metadata"`
+}
+
+// PatchThreadState merges p.Metadata into the metadata of the thread's
+// latest root checkpoint; the checkpoint's values, channels and pending
+// writes are kept. It returns EINVALID for a malformed id or a missing
+// metadata object, ENOTFOUND when the thread is missing or hidden or has no
+// checkpoint yet, and EBUSY while a run is pending or running on it. It
+// blocks on storage.
+func (s *Server) PatchThreadState(ctx context.Context, threadID string, p ThreadStatePatch) error {
+	if p.Metadata == nil {
+		return Errorf(EINVALID, "metadata is required: an object merged into the latest checkpoint's metadata")
+	}
+	t, err := s.stateThread(ctx, threadID, "update")
+	if err != nil {
+		return err
+	}
+	if t.Status == ThreadBusy {
+		return Errorf(EBUSY, "Thread is busy")
+	}
+	cp, err := s.storage.GetCheckpoint(ctx, t.ThreadID, "", "")
+	if ErrorCode(err) == ENOTFOUND {
+		return Errorf(ENOTFOUND, "Thread %s has no checkpoint yet: run it or update its state before patching it.", t.ThreadID)
+	} else if err != nil {
+		return err
+	}
+	cp.Metadata = cp.Metadata.Merge(p.Metadata)
+	cp.NewBlobs, cp.Values, cp.PendingWrites = nil, nil, nil
+	return s.storage.PutCheckpoint(ctx, cp)
 }

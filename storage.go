@@ -17,6 +17,7 @@ type Storage interface {
 	ThreadStorage
 	ItemStorage
 	RunStorage
+	CronStorage
 	Checkpointer
 	TruncateStorage
 	// Ping checks that the storage answers.
@@ -103,4 +104,14 @@ type RunCheckpointer interface {
 	// DeleteRun) deletes them, and puts back the writes of the task they
 	// replaced.
 	PutRunWrites(ctx context.Context, runID, owner, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
+}
+
+// RunStatusReader is an optional RunStorage capability, detected with a type
+// assertion: the statuses of many runs in one read. The Server uses it to
+// watch the runs its streams follow but do not execute; without it, it
+// reads them one GetRun each.
+type RunStatusReader interface {
+	// RunStatuses returns the status of each run of runIDs that exists;
+	// missing runs are absent from the map.
+	RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,14 +238,11 @@ type itemConfig struct {
 func newItemConfig(opts Options) itemConfig {
 	c := itemConfig{
 		embedder:      opts.Embedder,
-		indexFields:   slices.Clone(opts.StoreIndexFields),
+		indexFields:   opts.StoreIndexFields,
 		defaultTTL:    opts.StoreDefaultTTL,
-		sweepInterval: cmp.Or(opts.StoreSweepInterval, StoreSweepIntervalDefault),
+		sweepInterval: opts.StoreSweepInterval,
 		drain:         make(chan struct{}),
 		drainOnce:     new(sync.Once),
-	}
-	if c.indexFields == nil {
-		c.indexFields = []string{storeIndexWholeValue}
 	}
 	return c
 }
@@ -282,8 +278,8 @@ func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
 	}
 	ttl := s.itemCfg.defaultTTL
 	if p.TTL != nil {
-		if !(*p.TTL > 0) || math.IsInf(*p.TTL, 0) {
-			return Errorf(EINVALID, "ttl must be a positive number of minutes or null")
+		if err := checkTTLMinutes("ttl", *p.TTL); err != nil {
+			return err
 		}
 		ttl = time.Duration(*p.TTL * float64(time.Minute))
 	}
@@ -859,7 +855,7 @@ func (s *Server) sweepItems(ctx context.Context) {
 func (s *Server) logSweep(ctx context.Context, what string, sweep func() (int, error)) {
 	if n, err := sweep(); err != nil {
 		if ctx.Err() == nil {
-			s.logger.Error("sweep "+what, "error", err)
+			s.logger.Error("sweep "+what, "err", err)
 		}
 	} else if n > 0 {
 		s.logger.Debug("swept "+what, "count", n)

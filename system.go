@@ -97,7 +97,7 @@ func (s *Server) Info() *Info {
 		Context: "go",
 		Flags: InfoFlags{
 			Assistants:               true,
-			Crons:                    false,
+			Crons:                    true,
 			Langsmith:                false,
 			LangsmithTracingReplicas: true,
 		},

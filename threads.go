@@ -134,13 +134,28 @@ type Task struct {
 	Result     any          `json:"result"`
 }
 
-// MarshalJSON writes nil interrupts as [].
+// MarshalJSON writes nil interrupts as [], and a subgraph pointer
+// (Checkpoint) with only its set members, {thread_id, checkpoint_ns}, as
+// LangGraph's get_state gives a subgraph task's state config.
 func (t Task) MarshalJSON() ([]byte, error) {
 	type plain Task
 	if t.Interrupts == nil {
 		t.Interrupts = []Interrupt{}
 	}
-	return json.Marshal(plain(t))
+	if t.Checkpoint == nil {
+		return json.Marshal(plain(t))
+	}
+	ref := map[string]any{"thread_id": t.Checkpoint.ThreadID, "checkpoint_ns": t.Checkpoint.CheckpointNS}
+	if t.Checkpoint.CheckpointID != nil {
+		ref["checkpoint_id"] = *t.Checkpoint.CheckpointID
+	}
+	if t.Checkpoint.CheckpointMap != nil {
+		ref["checkpoint_map"] = t.Checkpoint.CheckpointMap
+	}
+	return json.Marshal(struct {
+		plain
+		Checkpoint map[string]any `json:"checkpoint"`
+	}{plain(t), ref})
 }
 
 // ThreadCreate is the body of POST /threads.
@@ -224,8 +239,8 @@ func checkTTL(ttl *ThreadTTL) error {
 	if ttl == nil {
 		return nil
 	}
-	if ttl.Minutes <= 0 {
-		return Errorf(EINVALID, "Invalid ttl %v: must be a positive number of minutes", ttl.Minutes)
+	if err := checkTTLMinutes("ttl", ttl.Minutes); err != nil {
+		return err
 	}
 	return checkEnum("ttl strategy", &ttl.Strategy, PruneDelete, []string{PruneDelete, PruneKeepLatest})
 }

@@ -71,20 +71,17 @@ type WebhookPolicy struct {
 const (
 	WebhookMaxAttemptsDefault = 5
 	WebhookBackoffDefault     = time.Second
-	webhookLease              = time.Minute
-	webhookParallel           = 8
+	// WebhookSignatureHeaderDefault is the default WebhookOptions.SignatureHeader.
+	WebhookSignatureHeaderDefault = "X-Webhook-Signature"
+	// WebhookMaxURLLengthDefault is the default WebhookPolicy.MaxURLLength.
+	WebhookMaxURLLengthDefault = 4096
+	webhookLease               = time.Minute
+	webhookParallel            = 8
 )
-
-func validateWebhookOptions(o WebhookOptions) error {
-	if o.MaxAttempts < 0 || o.Backoff < 0 || o.Policy.MaxURLLength < 0 {
-		return Errorf(EINVALID, "Options.Webhooks values must be 0 (default) or more.")
-	}
-	return nil
-}
 
 // check validates a webhook URL against the policy.
 func (p WebhookPolicy) check(ctx context.Context, raw string) error {
-	if len(raw) > cmp.Or(p.MaxURLLength, 4096) {
+	if len(raw) > cmp.Or(p.MaxURLLength, WebhookMaxURLLengthDefault) {
 		return Errorf(EINVALID, "webhook URL is too long.")
 	}
 	u, err := url.Parse(raw)
@@ -170,9 +167,6 @@ func (c webhookPolicyCheck) check(ctx context.Context, raw string) error {
 }
 
 func newWebhooks(q *runQueue, o WebhookOptions) *webhooks {
-	o.SignatureHeader = cmp.Or(o.SignatureHeader, "X-Webhook-Signature")
-	o.MaxAttempts = cmp.Or(o.MaxAttempts, WebhookMaxAttemptsDefault)
-	o.Backoff = cmp.Or(o.Backoff, WebhookBackoffDefault)
 	return &webhooks{q: q, opts: o, policy: webhookPolicyCheck{enabled: o.Sender != nil, policy: o.Policy}, wake: make(chan struct{}, 1)}
 }
 
@@ -278,7 +272,7 @@ func (w *webhooks) loop(ctx context.Context) {
 				}
 				inflight.Go(func() {
 					defer func() { <-sem }()
-					w.send(ctx, d)
+					q.s.recovered("webhook delivery", func() { w.send(ctx, d) }, "run_id", d.RunID)
 				})
 			}
 			if len(ds) == webhookParallel*4 {
@@ -312,7 +306,9 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 		headers[w.opts.SignatureHeader] = "sha256=" + hex.EncodeToString(mac.Sum(nil))
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	start := time.Now()
 	status, err := w.opts.Sender.Send(sendCtx, d.URL, payload, headers)
+	took := time.Since(start)
 	cancel()
 	attempts := d.Attempts + 1
 	retry := err != nil || status == 429 || status >= 500
@@ -323,9 +319,8 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 		lastErr = "status " + strconv.Itoa(status)
 	}
 	done := !retry || attempts >= w.opts.MaxAttempts
-	if done && retry {
-		q.s.logger.Warn("webhook delivery failed", "run_id", d.RunID, "url", d.URL, "attempts", attempts, "err", lastErr)
-	}
+	q.s.webhookAttempted(WebhookEvent{RunID: d.RunID, URL: d.URL, Attempt: attempts, StatusCode: status,
+		Outcome: webhookOutcome(done, lastErr), Duration: took, Err: lastErr})
 	delay := time.Duration(float64(w.opts.Backoff) * float64(int(1)<<min(attempts-1, 20)) * (0.5 + rand.Float64()))
 	if err := q.storage.UpdateWebhook(context.WithoutCancel(ctx), d.ID, attempts, done, q.s.clock().Add(delay), lastErr); err != nil {
 		q.s.logger.Error("record webhook attempt", "run_id", d.RunID, "err", err)

@@ -21,9 +21,20 @@
 //	g.AddEdge("tool", "agent")
 //	chat, err := g.Compile(graph.CompileOptions{Name: "chat"})
 //
+// A compiled graph is a subgraph when added as a node, or when a node's
+// function invokes it (Compiled.Invoke): it then runs in the run's
+// checkpointer, store and stream, in the task's checkpoint namespace, and
+// its interrupts pause the whole run.
+//
+// A node standing for a graph served elsewhere (a remote graph) uses the
+// same machinery through Namespace, Config, ThreadID, StreamModes, EmitPart
+// (its parts under the task's namespace) and InterruptWith (its interrupts,
+// ids kept, pausing the run; the resume value handed back when it runs
+// again).
+//
 // Limits: nodes must not modify the State they receive; a node calling
-// Interrupt must return the error it gets; a Command cannot target a parent
-// graph.
+// Interrupt, InterruptWith or a subgraph's Invoke must return the
+// ErrInterrupt error it gets; a Command cannot target a parent graph.
 package graph
 
 import (
@@ -32,6 +43,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/graphserver/graphserver"
 )
@@ -128,9 +140,41 @@ func (e *RecursionError) Error() string {
 func (e *RecursionError) ErrorName() string { return "GraphRecursionError" }
 
 type node struct {
-	name     string
-	fn       NodeFunc
+	name string
+	fn   NodeFunc
+	// subgraph is the graph the node runs (a *Compiled added as the node),
+	// or the one its function invokes, declared with WithSubgraph.
 	subgraph *Compiled
+	// found is the graph the node's function was seen invoking (Invoke
+	// from the node) when none is declared.
+	found atomic.Pointer[Compiled]
+}
+
+// sub returns the subgraph of the node (declared or found), nil if none.
+func (n *node) sub() *Compiled {
+	if n.subgraph != nil {
+		return n.subgraph
+	}
+	return n.found.Load()
+}
+
+// NodeOption configures a node added with AddNode.
+type NodeOption func(*node)
+
+// WithSubgraph declares the compiled graph a node function invokes (with
+// Invoke) as its subgraph, as LangGraph finds the graphs a node's function
+// refers to. The thread state then points at the subgraph's namespace from
+// the node's tasks (and expands it with subgraphs=true), the subgraph's
+// namespace can be read and updated before the node has run in this
+// process, and drawings and Subgraphs introspect it. Without it, a graph
+// invoked from a node still runs as a subgraph; the state knows it once
+// the node has invoked it in this process.
+func WithSubgraph(sub *Compiled) NodeOption {
+	return func(n *node) {
+		if n.fn != nil {
+			n.subgraph = sub
+		}
+	}
 }
 
 type branch struct {
@@ -175,7 +219,8 @@ func (g *StateGraph) fail(format string, args ...any) *StateGraph {
 
 // AddNode adds a node: a NodeFunc (or a func with its signature), or a
 // *Compiled graph run as a subgraph with its own checkpoint namespace.
-func (g *StateGraph) AddNode(name string, n any) *StateGraph {
+// Options refine it (WithSubgraph, WithRetry).
+func (g *StateGraph) AddNode(name string, n any, opts ...NodeOption) *StateGraph {
 	if name == "" || name == Start || name == End || strings.ContainsAny(name, "|:") {
 		return g.fail("node name %q is reserved or contains | or :", name)
 	}
@@ -192,6 +237,9 @@ func (g *StateGraph) AddNode(name string, n any) *StateGraph {
 		nd.subgraph = f
 	default:
 		return g.fail("node %q: %T is not a NodeFunc or a *graph.Compiled", name, n)
+	}
+	for _, o := range opts {
+		o(nd)
 	}
 	g.nodes[name] = nd
 	g.order = append(g.order, name)
@@ -275,6 +323,7 @@ type Compiled struct {
 	branches   map[string][]branch
 	inputKeys  []string
 	outputKeys []string
+	outputSet  map[string]struct{}
 	schemas    map[string]json.RawMessage
 	root       bool
 	before     []string
@@ -344,6 +393,10 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 	}
 	if c.outputKeys == nil {
 		c.outputKeys = c.chanNames
+	}
+	c.outputSet = make(map[string]struct{}, len(c.outputKeys))
+	for _, k := range c.outputKeys {
+		c.outputSet[k] = struct{}{}
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/graphserver/graphserver"
@@ -127,4 +128,82 @@ func TestDrawingSchemasSubgraphs(t *testing.T) {
 	subs, err = w.Subgraphs(ctx, nil, "nope", true)
 	require.NoError(t, err)
 	require.Empty(t, subs)
+}
+
+// BenchmarkMessageStreamChunk measures one streamed chunk of a chat reply
+// (MessageStream.Chunk) by the length of the reply so far: the cost per
+// chunk must not grow with it, whether messages-tuple is streamed or not
+// (the legacy messages mode, whose partial parts carry the whole reply so
+// far, is linear by definition and left out).
+func BenchmarkMessageStreamChunk(b *testing.B) {
+	for _, mode := range []string{"messages-tuple", "values"} {
+		for _, n := range []int{1_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/chunks=%d", mode, n), func(b *testing.B) {
+				g := graph.New(graph.Channels{"messages": graph.AddMessages()})
+				g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
+					reply := graph.StreamMessage(ctx, "")
+					for range n {
+						reply.Chunk("word ")
+					}
+					return graph.Update{"messages": reply.End()}, nil
+				})
+				g.AddEdge(graph.Start, "chat")
+				c, err := g.Compile(graph.CompileOptions{})
+				require.NoError(b, err)
+				parts := 0
+				emit := func(graphserver.StreamPart) { parts++ }
+				b.ReportAllocs()
+				for b.Loop() {
+					run := &graphserver.GraphRun{Input: json.RawMessage(`{"messages": ["hi"]}`), StreamModes: []string{mode}}
+					require.NoError(b, c.Run(context.Background(), run, emit))
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+			})
+		}
+	}
+}
+
+// A streamed chunk reads as LangChain's AIMessageChunk in the
+// messages-tuple and events parts, whatever its content holds.
+func TestMessageChunkParts(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"plain ", `"quoted" \ <b>&`, "line\nbreak\t", "é✓\u2028"}
+	g := graph.New(graph.Channels{"messages": graph.AddMessages()})
+	g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
+		reply := graph.StreamMessage(ctx, "m1")
+		for _, p := range pieces {
+			reply.Chunk(p)
+		}
+		return graph.Update{"messages": reply.End()}, nil
+	})
+	g.AddEdge(graph.Start, "chat")
+	h := newHarness(t, compile(t, g, graph.CompileOptions{}))
+	rec := h.input(`{"messages": ["hi"]}`, "messages-tuple", "events")
+	var tuples []any
+	for _, p := range rec.of("messages") {
+		if m := p.([]any)[0].(map[string]any); m["type"] == "AIMessageChunk" {
+			tuples = append(tuples, p)
+		}
+	}
+	require.Len(t, tuples, len(pieces))
+	var streamed []any
+	for _, e := range rec.of("events") {
+		if e := e.(map[string]any); e["event"] == "on_chat_model_stream" {
+			streamed = append(streamed, e)
+		}
+	}
+	require.Len(t, streamed, len(pieces))
+	for i, p := range pieces {
+		chunk := map[string]any{"content": p, "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
+			"type": "AIMessageChunk", "name": nil, "id": "m1", "example": false, "tool_calls": []any{}, "invalid_tool_calls": []any{},
+			"usage_metadata": nil, "tool_call_chunks": []any{}}
+		tuple := tuples[i].([]any)
+		require.Equal(t, chunk, tuple[0])
+		meta := tuple[1].(map[string]any)
+		require.Equal(t, "chat", meta["langgraph_node"])
+		require.Equal(t, 1.0, meta["langgraph_step"])
+		require.Equal(t, chunk, streamed[i].(map[string]any)["data"].(map[string]any)["chunk"])
+		require.Equal(t, meta, streamed[i].(map[string]any)["metadata"])
+	}
+	require.Equal(t, []string{"hi", "plain \"quoted\" \\ <b>&line\nbreak\té✓\u2028"}, contents(h.state(), "messages"))
 }

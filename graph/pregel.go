@@ -268,6 +268,9 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		}
 		next, updatedChans, err := r.g.apply(cs, tasks, step, r.track, true)
 		if err != nil {
+			if berr := r.blame(ctx, cs, tasks, err); berr != nil {
+				err = errors.Join(err, berr)
+			}
 			return nil, r.exit(ctx, cs, tasks, err)
 		}
 		cs, advanced = next, true
@@ -427,6 +430,10 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 		if m, ok := v.(map[string]any); ok && len(m) > 0 && isResumeMap(m) {
 			r.resumeMap = m
 		} else {
+			if !fresh && hangingInterrupts(cs.pending) > 1 {
+				return &NodeError{Name: "RuntimeError", Message: "When there are multiple pending interrupts, you must specify the interrupt id when resuming. " +
+					"Docs: https://docs.langchain.com/oss/python/langgraph/add-human-in-the-loop#resume-multiple-interrupts-with-one-invocation."}
+			}
 			writes = append(writes, write{chResume, v})
 			r.nullValue, r.hasNull = v, true
 		}
@@ -461,6 +468,39 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 	return nil
 }
 
+// hangingInterrupts counts the interrupts pending at a checkpoint that no
+// resume value answers, one per interrupted task, as LangGraph's
+// _pending_interrupts does (a plain resume value cannot choose among
+// several).
+func hangingInterrupts(pending []graphserver.PendingWrite) int {
+	interrupted := map[string]string{}
+	resumed := map[string]bool{}
+	for _, w := range pending {
+		switch w.Channel {
+		case chInterrupt:
+			var l []graphserver.Interrupt
+			if json.Unmarshal(w.Value, &l) == nil && len(l) > 0 {
+				interrupted[w.TaskID] = l[0].ID
+			}
+		case chResume:
+			resumed[w.TaskID] = true
+		}
+	}
+	hanging := map[string]bool{}
+	answered := map[string]bool{}
+	for task, id := range interrupted {
+		if resumed[task] {
+			answered[id] = true
+		}
+	}
+	for _, id := range interrupted {
+		if !answered[id] {
+			hanging[id] = true
+		}
+	}
+	return len(hanging)
+}
+
 // isResumeMap tells whether m maps interrupt ids to values (rather than
 // being a single object resume value): all its keys look like interrupt ids
 // (32 hex digits). An id that matches no pending interrupt resumes nothing.
@@ -488,21 +528,8 @@ func isInterruptID(s string) bool {
 // applyNullWrites applies the update/goto writes of a run's Command to cs in
 // place, and reports whether there were any.
 func (r *runner) applyNullWrites(cs *ckpt) bool {
-	var ws []write
-	for _, pw := range cs.pending {
-		if pw.TaskID != nullTaskID || pw.Channel == chResume {
-			continue
-		}
-		var v any
-		_ = json.Unmarshal(pw.Value, &v)
-		ws = append(ws, write{pw.Channel, v})
-	}
-	if len(ws) == 0 {
-		return false
-	}
-	t := &task{name: Input, writes: ws}
-	next, _, err := r.g.apply(cs, []*task{t}, cs.step, r.track, false)
-	if err != nil {
+	next, ok := r.g.withNullWrites(cs, r.track)
+	if !ok {
 		return false
 	}
 	cs.values, cs.versions, cs.triggers, cs.sends = next.values, next.versions, next.triggers, next.sends
@@ -679,7 +706,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		}
 		v, appendOnly, err := c.update(k, old, byChan[k])
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &channelError{ch: k, err: err}
 		}
 		if present && c.kind != kindLastValue && jsonEqual(old, v) {
 			continue
@@ -692,6 +719,49 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		updated = append(updated, k)
 	}
 	return next, updated, nil
+}
+
+// channelError is an error applying the writes of a step to channel ch (a
+// reducer rejecting a write, two writes to a LastValue channel).
+type channelError struct {
+	ch  string
+	err error
+}
+
+func (e *channelError) Error() string { return e.err.Error() }
+func (e *channelError) Unwrap() error { return e.err }
+
+// blame records err, an error applying the writes of a step, as the error
+// of the tasks that caused it: those whose writes fail on their own, or else
+// every task writing the channel err names. Their error is saved in place of
+// their writes, so that the thread's state shows it in tasks[].error as it
+// shows a failed node's, and State and History agree on the step.
+func (r *runner) blame(ctx context.Context, cs *ckpt, tasks []*task, err error) error {
+	var culprits []*task
+	for _, t := range tasks {
+		if len(t.writes) == 0 || t.errRec != nil || t.interrupts != nil {
+			continue
+		}
+		if _, _, e := r.g.apply(cs, []*task{t}, cs.step, nil, false); e != nil {
+			culprits = append(culprits, t)
+		}
+	}
+	var ce *channelError
+	if len(culprits) == 0 && errors.As(err, &ce) {
+		for _, t := range tasks {
+			if slices.ContainsFunc(t.writes, func(w write) bool { return w.ch == ce.ch }) {
+				culprits = append(culprits, t)
+			}
+		}
+	}
+	rec := map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
+	for _, t := range culprits {
+		t.errRec, t.writes, t.runErr, t.saved = rec, nil, err, false
+		if perr := r.putWrites(context.WithoutCancel(ctx), cs, t); perr != nil {
+			return perr
+		}
+	}
+	return nil
 }
 
 // maxVersion returns the greatest version known at c. As in LangGraph, all
@@ -857,26 +927,10 @@ func (r *runner) call(ctx context.Context, tr *taskRuntime, in State) (out any, 
 	if n == nil {
 		return nil, fmt.Errorf("task of unknown node %q", t.name)
 	}
-	if n.subgraph != nil {
-		return r.callSubgraph(ctx, tr, n.subgraph, in)
+	if n.fn == nil {
+		return tr.invoke(ctx, n.subgraph, map[string]any(in))
 	}
 	return n.fn(ctx, in)
-}
-
-func (r *runner) callSubgraph(ctx context.Context, tr *taskRuntime, sub *Compiled, in State) (any, error) {
-	child := newRunner(sub, r.rc, tr.t.ns)
-	child.parents = maps.Clone(r.parents)
-	child.parents[r.ns] = tr.cs.id
-	child.resumeMap = r.resumeMap
-	child.nullResume = tr.takeNullResume
-	existing, err := load(ctx, r.rc.cp, r.rc.threadID, tr.t.ns, "")
-	if err != nil {
-		return nil, err
-	}
-	if existing != nil {
-		return child.run(ctx, nil, false, nil, "")
-	}
-	return child.run(ctx, map[string]any(in), true, nil, "")
 }
 
 // writesFor turns a node's output into writes: channel updates, then the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -85,6 +86,13 @@ func (rc *runCtx) send(ns []string, event string, data any) {
 	rc.emitFn(graphserver.StreamPart{Event: event, Namespace: slices.Clone(ns), Data: b})
 }
 
+// sendRaw emits an already encoded part.
+func (rc *runCtx) sendRaw(ns []string, event string, data []byte) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.emitFn(graphserver.StreamPart{Event: event, Namespace: slices.Clone(ns), Data: data})
+}
+
 func (rc *runCtx) before(r *runner) []string {
 	if r == rc.root {
 		return append(slices.Clone(r.g.before), rc.req.InterruptBefore...)
@@ -161,20 +169,11 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 }
 
 func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
-	var result [][2]any
-	for _, w := range t.writes {
-		if _, ok := r.g.channels[w.ch]; ok || w.ch == chRoot {
-			result = append(result, [2]any{w.ch, w.v})
-		}
-	}
-	if result == nil {
-		result = [][2]any{}
-	}
 	if t.hidden() {
 		return
 	}
 	if t.interrupts == nil && t.errRec == nil {
-		r.emit("updates", map[string]any{t.name: t.update})
+		r.emit("updates", map[string]any{t.name: r.g.outputUpdates(t.writes)})
 		rc.outputMessages(r, t, step)
 	}
 	var errStr any
@@ -185,7 +184,7 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 	if intr == nil {
 		intr = []graphserver.Interrupt{}
 	}
-	payload := map[string]any{"id": t.id, "name": t.name, "error": errStr, "result": result, "interrupts": intr}
+	payload := map[string]any{"id": t.id, "name": t.name, "error": errStr, "result": r.g.taskResult(t.writes), "interrupts": intr}
 	r.emit("tasks", payload)
 	r.emit("debug", map[string]any{"type": "task_result", "step": step, "timestamp": timestamp(time.Now()), "payload": payload})
 	if rc.modes["events"] && r.visible() {
@@ -258,14 +257,14 @@ func (rc *runCtx) emitCheckpoint(r *runner, c *ckpt) {
 	if !(rc.modes["checkpoints"] || rc.modes["debug"]) || !r.visible() {
 		return
 	}
-	snap := r.g.snapshot(rc.threadID, c, false, nil)
+	snap := r.g.snapshot(rc.threadID, c, snapLive, nil)
 	payload := map[string]any{
 		"config":        map[string]any{"configurable": map[string]any{"thread_id": rc.threadID, "checkpoint_ns": c.ns, "checkpoint_id": c.id}},
 		"parent_config": nil,
 		"values":        snap.Values,
 		"metadata":      r.metadata(c.metadata),
 		"next":          orEmptyStrings(snap.Next),
-		"tasks":         snapTasks(snap.Tasks),
+		"tasks":         checkpointTasks(snap.Tasks, false),
 	}
 	if c.parentID != "" {
 		payload["parent_config"] = map[string]any{"configurable": map[string]any{"thread_id": rc.threadID, "checkpoint_ns": c.ns, "checkpoint_id": c.parentID}}
@@ -276,6 +275,7 @@ func (rc *runCtx) emitCheckpoint(r *runner, c *ckpt) {
 	if rc.modes["debug"] && r.visible() {
 		// the server adds the checkpoint objects state and history carry
 		debug := maps.Clone(payload)
+		debug["tasks"] = checkpointTasks(snap.Tasks, true)
 		id := c.id
 		debug["checkpoint"] = graphserver.Checkpoint{ThreadID: rc.threadID, CheckpointNS: c.ns, CheckpointID: &id}
 		debug["parent_checkpoint"] = nil
@@ -294,22 +294,40 @@ func orEmptyStrings(s []string) []string {
 	return s
 }
 
-func snapTasks(ts []graphserver.Task) []map[string]any {
-	out := []map[string]any{}
+// checkpointTasks renders the tasks of a checkpoint payload as LangGraph's
+// map_debug_checkpoint does: a failed task as {id, name, error, state}, else
+// {id, name, interrupts, state} plus its result when it has a non-empty one.
+// state is always present: null, or for a subgraph task the config of its
+// namespace. For the debug mode (debug set), the server turns that config
+// into a checkpoint ({thread_id, checkpoint_ns}) in place of state, as
+// LangGraph's API server does (_preproces_debug_checkpoint_task).
+func checkpointTasks(ts []graphserver.Task, debug bool) []map[string]any {
+	out := make([]map[string]any, 0, len(ts))
 	for _, t := range ts {
-		intr := t.Interrupts
-		if intr == nil {
-			intr = []graphserver.Interrupt{}
-		}
-		m := map[string]any{"id": t.ID, "name": t.Name, "interrupts": intr}
+		m := map[string]any{"id": t.ID, "name": t.Name}
 		if t.Error != nil {
 			m["error"] = *t.Error
+		} else {
+			intr := t.Interrupts
+			if intr == nil {
+				intr = []graphserver.Interrupt{}
+			}
+			m["interrupts"] = intr
+			if truthy(t.Result) {
+				m["result"] = t.Result
+			}
 		}
-		if t.Result != nil {
-			m["result"] = t.Result
-		}
+		var ref map[string]any
 		if t.Checkpoint != nil {
-			m["state"] = map[string]any{"configurable": map[string]any{"thread_id": t.Checkpoint.ThreadID, "checkpoint_ns": t.Checkpoint.CheckpointNS}}
+			ref = map[string]any{"thread_id": t.Checkpoint.ThreadID, "checkpoint_ns": t.Checkpoint.CheckpointNS}
+		}
+		switch {
+		case ref == nil:
+			m["state"] = nil
+		case debug:
+			m["checkpoint"] = ref
+		default:
+			m["state"] = map[string]any{"configurable": ref}
 		}
 		out = append(out, m)
 	}
@@ -327,6 +345,8 @@ type taskRuntime struct {
 	mu      sync.Mutex
 	idx     int
 	usedMap bool
+	// subgraphs counts the graphs invoked by this execution of the task
+	subgraphs int
 }
 
 func taskFrom(ctx context.Context) *taskRuntime {
@@ -365,6 +385,59 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	if tr == nil {
 		return nil, errors.New("graph.Interrupt called outside a graph node")
 	}
+	id := interruptID(tr.t.ns)
+	return tr.interrupt([]string{id}, func(found map[string]any) any { return found[id] }, func() ([]graphserver.Interrupt, error) {
+		nv, err := normalize(value)
+		if err != nil {
+			return nil, err
+		}
+		return []graphserver.Interrupt{{Value: nv, ID: id}}, nil
+	})
+}
+
+// InterruptWith pauses the graph inside a node with the given interrupts,
+// their values and ids kept as given: those another graph raised, which
+// the node forwards (a remote graph run as a node, whose interrupt must
+// pause the local graph and be resumed by the ids the remote gave it).
+//
+// It works as Interrupt does: the first time it returns an error matching
+// ErrInterrupt, which the node must return; when the run is resumed, the
+// node runs again and InterruptWith returns the resume value meant for
+// these interrupts: the run's plain resume value as it is, or, when the run
+// was resumed with a map {interrupt_id: value}, the entries of the map
+// naming these interrupts (as a map id -> value), ready to be sent on as
+// the other graph's Command{resume}. An interrupt without an id gets the
+// one Interrupt would give.
+func InterruptWith(ctx context.Context, interrupts []graphserver.Interrupt) (any, error) {
+	tr := taskFrom(ctx)
+	if tr == nil {
+		return nil, errors.New("graph.InterruptWith called outside a graph node")
+	}
+	intrs := make([]graphserver.Interrupt, len(interrupts))
+	ids := make([]string, len(interrupts))
+	for i, in := range interrupts {
+		if in.ID == "" {
+			in.ID = interruptID(tr.t.ns)
+		}
+		intrs[i], ids[i] = in, in.ID
+	}
+	return tr.interrupt(ids, func(found map[string]any) any { return found }, func() ([]graphserver.Interrupt, error) {
+		for i := range intrs {
+			v, err := normalize(intrs[i].Value)
+			if err != nil {
+				return nil, err
+			}
+			intrs[i].Value = v
+		}
+		return intrs, nil
+	})
+}
+
+// interrupt is Interrupt and InterruptWith: the resume value of the call
+// (saved from an earlier execution of the task, the entries of the run's
+// resume map naming ids, shaped by pick, or the run's plain resume value),
+// else the interrupts raise builds, as an error pausing the graph.
+func (tr *taskRuntime) interrupt(ids []string, pick func(map[string]any) any, raise func() ([]graphserver.Interrupt, error)) (any, error) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	i := tr.idx
@@ -372,10 +445,16 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	if i < len(tr.t.resume) {
 		return tr.t.resume[i], nil
 	}
-	id := interruptID(tr.t.ns)
 	if !tr.usedMap && tr.r.resumeMap != nil {
-		if v, ok := tr.r.resumeMap[id]; ok {
+		found := map[string]any{}
+		for _, id := range ids {
+			if v, ok := tr.r.resumeMap[id]; ok {
+				found[id] = v
+			}
+		}
+		if len(found) > 0 {
 			tr.usedMap = true
+			v := pick(found)
 			tr.t.resume = append(tr.t.resume, v)
 			return v, nil
 		}
@@ -384,11 +463,11 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 		tr.t.resume = append(tr.t.resume, v)
 		return v, nil
 	}
-	nv, err := normalize(value)
+	intrs, err := raise()
 	if err != nil {
 		return nil, err
 	}
-	return nil, &interruptError{interrupts: []graphserver.Interrupt{{Value: nv, ID: id}}}
+	return nil, &interruptError{interrupts: intrs}
 }
 
 // Config returns the run's config (with "configurable"); nil outside a run.
@@ -475,15 +554,83 @@ func StreamWriter(ctx context.Context) func(any) {
 	return func(v any) { tr.r.emit("custom", v) }
 }
 
+// ThreadID returns the id of the thread the run executes on ("" outside a
+// node).
+func ThreadID(ctx context.Context) string {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.r.rc.threadID
+	}
+	return ""
+}
+
+// StreamModes returns the stream modes the run emits (as
+// GraphRun.StreamModes names them: values, updates, messages-tuple,
+// messages, custom, events, debug, tasks, checkpoints) and whether it
+// streams the parts of subgraphs: what a node forwarding another graph's
+// stream (see EmitPart) asks that graph for. It returns nil, false outside
+// a node.
+func StreamModes(ctx context.Context) (modes []string, subgraphs bool) {
+	tr := taskFrom(ctx)
+	if tr == nil {
+		return nil, false
+	}
+	return slices.Clone(tr.r.rc.req.StreamModes), tr.r.rc.req.Subgraphs
+}
+
+// EmitPart emits a part another graph produced into the run's stream, as a
+// part of the running task's subgraph, as a LangGraph RemoteGraph run as a
+// node forwards its remote stream: the part's Namespace (the other graph's
+// own nesting, empty for its root) is put under the task's namespace
+// ("<node>:<task_id>", see Namespace), so its SSE event reads
+// "<event>|<node>:<task_id>[|...]". part.Event is the SSE event name
+// (values, updates, messages, messages/partial, custom, ...); part.Data must
+// be valid JSON. The part is dropped, like any subgraph part, unless the run
+// streams subgraphs and the mode producing that event ("messages" comes from
+// messages-tuple, "messages/..." from messages); invalid JSON is dropped
+// too. It is a no-op outside a node; it is safe for concurrent use.
+func EmitPart(ctx context.Context, part graphserver.StreamPart) {
+	tr := taskFrom(ctx)
+	if tr == nil || !json.Valid(part.Data) {
+		return
+	}
+	rc := tr.r.rc
+	if !rc.req.Subgraphs || !rc.modes[modeOfEvent(part.Event)] {
+		return
+	}
+	ns := append(strings.Split(tr.t.ns, "|"), part.Namespace...)
+	rc.sendRaw(ns, part.Event, slices.Clone(part.Data))
+}
+
+// modeOfEvent returns the stream mode that produces an event.
+func modeOfEvent(event string) string {
+	switch {
+	case event == "messages":
+		return "messages-tuple"
+	case strings.HasPrefix(event, "messages/"):
+		return "messages"
+	}
+	return event
+}
+
 // MessageStream streams one chat-model reply token by token: it feeds the
 // messages-tuple, legacy messages and events stream modes. Get one from
 // StreamMessage; it is not safe for concurrent use.
+//
+// A chunk costs time in proportion to its own size whatever the length of
+// the reply so far, except in the legacy messages mode, whose
+// messages/partial parts carry the whole reply so far by definition.
 type MessageStream struct {
 	tr    *taskRuntime
-	acc   Message
+	id    string
+	text  strings.Builder // the content so far
 	runID string
-	meta  map[string]any
-	first bool
+
+	tuple, legacy, events bool            // the modes wanted (and visible)
+	first                 bool            // no chunk streamed yet
+	metaJSON              json.RawMessage // the messages-tuple metadata
+	eventHead             []byte          // an on_chat_model_stream part up to its chunk
+	eventTail             []byte          // and after it
+	meta                  map[string]any
 }
 
 // StreamMessage starts streaming an AI message with the given id (a UUID
@@ -493,18 +640,31 @@ func StreamMessage(ctx context.Context, id string) *MessageStream {
 	if id == "" {
 		id = uuid.NewString()
 	}
-	s := &MessageStream{tr: taskFrom(ctx), acc: Message{Type: AIMessage, Content: "", ID: id, Chunks: true}, runID: uuid.NewString(), first: true}
+	s := &MessageStream{tr: taskFrom(ctx), id: id, runID: uuid.NewString(), first: true}
 	if s.tr == nil {
 		return s
 	}
 	r, rc := s.tr.r, s.tr.r.rc
+	visible := r.visible()
+	s.tuple = visible && rc.modes["messages-tuple"]
+	s.legacy = visible && rc.modes["messages"]
+	s.events = visible && rc.modes["events"]
+	if !s.tuple && !s.legacy && !s.events {
+		return s
+	}
 	s.meta = rc.taskMeta(r, s.tr.t, s.tr.step)
 	s.meta["tags"] = []string{}
 	s.meta["ls_provider"] = "graphserver"
 	s.meta["ls_model_type"] = "chat"
-	if rc.modes["events"] {
-		r.emit("events", map[string]any{"event": "on_chat_model_start", "name": "ChatModel", "run_id": s.runID, "parent_ids": s.parents(),
+	s.metaJSON = mustJSON(s.meta)
+	if s.events {
+		parents := s.parents()
+		r.emit("events", map[string]any{"event": "on_chat_model_start", "name": "ChatModel", "run_id": s.runID, "parent_ids": parents,
 			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"input": map[string]any{"messages": [][]any{{}}}}})
+		// the keys of an on_chat_model_stream part, in encoding/json's order
+		s.eventHead = []byte(`{"data":{"chunk":`)
+		s.eventTail = fmt.Appendf(nil, `},"event":"on_chat_model_stream","metadata":%s,"name":"ChatModel","parent_ids":%s,"run_id":%s,"tags":[]}`,
+			s.metaJSON, mustJSON(parents), mustJSON(s.runID))
 	}
 	return s
 }
@@ -516,37 +676,86 @@ func (s *MessageStream) parents() []string {
 	return []string{rc.req.RunID, rc.nodeRun[s.tr.t.id]}
 }
 
+// chunkJSON appends the AIMessageChunk of one piece of content to b, with
+// the keys LangChain writes, in encoding/json's order.
+func (s *MessageStream) chunkJSON(b []byte, content string) []byte {
+	b = append(b, `{"additional_kwargs":{},"content":`...)
+	b = appendJSONString(b, content)
+	b = append(b, `,"example":false,"id":`...)
+	b = appendJSONString(b, s.id)
+	return append(b, `,"invalid_tool_calls":[],"name":null,"response_metadata":{},"tool_call_chunks":[],"tool_calls":[],"type":"AIMessageChunk","usage_metadata":null}`...)
+}
+
+// appendJSONString appends v encoded as a JSON string, as encoding/json
+// encodes it.
+func appendJSONString(b []byte, v string) []byte {
+	plain := true
+	for i := 0; i < len(v) && plain; i++ {
+		c := v[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	if plain {
+		return append(append(append(b, '"'), v...), '"')
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return append(b, `""`...)
+	}
+	return append(b, enc...)
+}
+
 // Chunk streams one piece of the message's content.
 func (s *MessageStream) Chunk(content string) {
-	s.acc.Content = s.acc.Text() + content
-	if s.tr == nil {
+	s.text.WriteString(content)
+	if s.tr == nil || (!s.tuple && !s.legacy && !s.events) {
 		return
 	}
 	r, rc := s.tr.r, s.tr.r.rc
-	chunk := map[string]any{"content": content, "additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
-		"type": "AIMessageChunk", "name": nil, "id": s.acc.ID, "example": false, "tool_calls": []any{}, "invalid_tool_calls": []any{},
-		"usage_metadata": nil, "tool_call_chunks": []any{}}
-	rc.mu.Lock()
-	rc.seenMsg[s.acc.ID] = true
-	rc.streamed[s.acc.ID] = true
-	rc.mu.Unlock()
-	r.emit("messages-tuple", []any{chunk, s.meta})
 	if s.first {
-		rc.emitLegacy(r, "messages/metadata", map[string]any{s.acc.ID: map[string]any{"metadata": s.meta}})
-		s.first = false
+		// the message is streamed: not emitted again from the node's
+		// output, and completed there in the legacy mode
+		rc.mu.Lock()
+		rc.seenMsg[s.id] = true
+		rc.streamed[s.id] = true
+		rc.mu.Unlock()
 	}
-	rc.emitLegacy(r, "messages/partial", []any{messageValue(s.acc)})
-	if rc.modes["events"] {
-		r.emit("events", map[string]any{"event": "on_chat_model_stream", "name": "ChatModel", "run_id": s.runID, "parent_ids": s.parents(),
-			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"chunk": chunk}})
+	var chunk []byte
+	if s.tuple {
+		// [chunk, metadata], encoded in one buffer
+		b := make([]byte, 0, 256+len(content)+len(s.metaJSON))
+		b = s.chunkJSON(append(b, '['), content)
+		chunk = b[1:]
+		b = append(append(append(b, ','), s.metaJSON...), ']')
+		rc.sendRaw(r.nsParts, "messages", b)
 	}
+	if s.legacy {
+		if s.first {
+			rc.emitLegacy(r, "messages/metadata", map[string]any{s.id: map[string]any{"metadata": s.meta}})
+		}
+		rc.emitLegacy(r, "messages/partial", []any{s.message()})
+	}
+	if s.events {
+		if chunk == nil {
+			chunk = s.chunkJSON(make([]byte, 0, 256+len(content)), content)
+		}
+		b := make([]byte, 0, len(s.eventHead)+len(chunk)+len(s.eventTail))
+		b = append(append(append(b, s.eventHead...), chunk...), s.eventTail...)
+		rc.sendRaw(r.nsParts, "events", b)
+	}
+	s.first = false
+}
+
+// message returns the message assembled so far.
+func (s *MessageStream) message() Message {
+	return Message{Type: AIMessage, Content: s.text.String(), ID: s.id, Chunks: true}
 }
 
 // End finishes the stream and returns the assembled AI message.
 func (s *MessageStream) End() Message {
-	if s.tr != nil && s.tr.r.rc.modes["events"] {
+	m := s.message()
+	if s.events {
 		s.tr.r.emit("events", map[string]any{"event": "on_chat_model_end", "name": "ChatModel", "run_id": s.runID, "parent_ids": s.parents(),
-			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"output": messageValue(s.acc)}})
+			"tags": []string{}, "metadata": s.meta, "data": map[string]any{"output": messageValue(m)}})
 	}
-	return s.acc
+	return m
 }

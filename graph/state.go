@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/graphserver/graphserver"
@@ -69,15 +69,33 @@ func (c *Compiled) RunState(ctx context.Context, req *graphserver.GraphRun, emit
 		// in memory).
 		saved := *f
 		saved.parentID = r.parent
-		st = c.snapshot(req.ThreadID, &saved, true, nil)
+		st = c.snapshot(req.ThreadID, &saved, snapHead, nil)
 	}
 	return st, nil
 }
 
-// Invoke runs the graph on input without persistence (or with cp, if not
-// nil, on thread threadID) and returns its output values. It is a
-// convenience for tests and programs; a pause returns the values so far.
+// Invoke runs the graph on input and returns its output values.
+//
+// Called from a node of a running graph with a nil cfg, it runs as a
+// subgraph of that node's task, as a compiled graph invoked inside a
+// LangGraph node does: in the run's checkpointer, store, config and
+// stream (its parts carry the task's namespace, "<node>:<task_id>", and
+// are streamed with subgraphs), with checkpoints in that namespace. An
+// Interrupt inside it pauses it and returns an error matching ErrInterrupt,
+// which the node must return: the parent pauses too, and when the run is
+// resumed the node runs again, its Invoke continues the subgraph where it
+// paused (Interrupt there receiving the resume value) and returns the
+// subgraph's output. Declare the subgraph with WithSubgraph for the thread
+// state to point at it before the node has run in this process.
+//
+// Otherwise (outside a node, or with a cfg) it runs the graph on its own:
+// without persistence (or with cfg.Checkpointer on thread cfg.ThreadID). It
+// is then a convenience for tests and programs; a pause returns the values
+// so far.
 func (c *Compiled) Invoke(ctx context.Context, input any, cfg *graphserver.GraphRun) (any, error) {
+	if tr := taskFrom(ctx); tr != nil && cfg == nil {
+		return tr.invoke(ctx, c, input)
+	}
 	req := graphserver.GraphRun{}
 	if cfg != nil {
 		req = *cfg
@@ -98,11 +116,11 @@ func (c *Compiled) Invoke(ctx context.Context, input any, cfg *graphserver.Graph
 	if err := c.Run(ctx, &req, nil); err != nil {
 		return nil, err
 	}
-	st, err := c.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: req.ThreadID}, Checkpointer: req.Checkpointer})
-	if err != nil {
-		return nil, err
+	cs, err := load(ctx, req.Checkpointer, req.ThreadID, "", "")
+	if err != nil || cs == nil {
+		return map[string]any{}, err
 	}
-	return st.Values, nil
+	return c.output(c.view(cs)), nil
 }
 
 // graphFor returns the (sub)graph that owns namespace ns.
@@ -111,13 +129,12 @@ func (c *Compiled) graphFor(ns string) (*Compiled, error) {
 	if ns == "" {
 		return g, nil
 	}
-	for _, part := range strings.Split(ns, "|") {
-		name, _, _ := strings.Cut(part, ":")
+	for _, name := range recastNS(ns) {
 		n := g.nodes[name]
-		if n == nil || n.subgraph == nil {
+		if n == nil || n.sub() == nil {
 			return nil, graphserver.Errorf(graphserver.ENOTFOUND, "subgraph %q not found", ns)
 		}
-		g = n.subgraph
+		g = n.sub()
 	}
 	return g, nil
 }
@@ -131,17 +148,44 @@ func cpRef(threadID, ns, id string) *graphserver.Checkpoint {
 	return &graphserver.Checkpoint{ThreadID: threadID, CheckpointNS: ns, CheckpointID: ptr(id)}
 }
 
-// snapshot builds the ThreadState of c. expand, when set, gives the state of
+// snapMode says how a checkpoint's pending writes show in its snapshot.
+type snapMode int
+
+const (
+	// snapLive: a checkpoint of a running loop, whose values in memory
+	// already hold what the loop applied (a Command's update); finished
+	// tasks keep their place in next (LangGraph's map_debug_checkpoint).
+	snapLive snapMode = iota
+	// snapStored: a stored checkpoint that is not the latest of its
+	// namespace: the writes of a Command (the null task) are applied, the
+	// writes of finished tasks are not, as a replay from it reruns them
+	// (LangGraph's get_state_history and get_state with a checkpoint_id).
+	snapStored
+	// snapHead: the latest checkpoint of its namespace: the writes of
+	// finished tasks are applied too and those tasks leave next, as
+	// resuming the thread reuses them (LangGraph's get_state).
+	snapHead
+)
+
+// snapshot builds the ThreadState of c: the one function behind State,
+// History and the checkpoints/debug stream parts, so that one checkpoint
+// reads the same through every route. expand, when set, gives the state of
 // a subgraph task (nil: only a pointer to its namespace).
 //
-// As in LangGraph, applyPending (for the latest checkpoint) applies the
-// writes of tasks that already finished to the values and leaves them out
-// of Next.
-func (g *Compiled) snapshot(threadID string, c *ckpt, applyPending bool, expand func(t *task) *graphserver.ThreadState) *graphserver.ThreadState {
+// As LangGraph's _prepare_state_snapshot and tasks_w_writes: values show
+// every channel of the state; a task carries the error, interrupts and
+// result (its writes, folded by taskResult) saved for it, whatever mode.
+func (g *Compiled) snapshot(threadID string, c *ckpt, mode snapMode, expand func(t *task) *graphserver.ThreadState) *graphserver.ThreadState {
 	tasks := g.prepare(c, c.ns)
 	attachWrites(tasks, c.pending)
-	values := g.view(c)
-	if applyPending {
+	base := c
+	if mode != snapLive {
+		if next, ok := g.withNullWrites(c, nil); ok {
+			base = next
+		}
+	}
+	values := g.view(base)
+	if mode == snapHead {
 		var done []*task
 		for _, t := range tasks {
 			if t.done {
@@ -149,13 +193,13 @@ func (g *Compiled) snapshot(threadID string, c *ckpt, applyPending bool, expand 
 			}
 		}
 		if len(done) > 0 {
-			if next, _, err := g.apply(c, done, c.step, nil, false); err == nil {
+			if next, _, err := g.apply(base, done, c.step, nil, false); err == nil {
 				values = g.view(next)
 			}
 		}
 	}
 	st := &graphserver.ThreadState{
-		Values:     g.output(values),
+		Values:     g.stateValues(values),
 		Checkpoint: cpRef(threadID, c.ns, c.id), ParentCheckpoint: cpRef(threadID, c.ns, c.parentID),
 		Metadata: c.metadata, Next: []string{}, Tasks: []graphserver.Task{}, Interrupts: []graphserver.Interrupt{},
 	}
@@ -174,19 +218,13 @@ func (g *Compiled) snapshot(threadID string, c *ckpt, applyPending bool, expand 
 		if t.errRec != nil {
 			gt.Error = ptr(pyRepr(t.errRec))
 		}
-		if t.done && applyPending {
-			res := map[string]any{}
-			for _, w := range t.writes {
-				if _, ok := g.channels[w.ch]; ok {
-					res[w.ch] = w.v
-				}
-			}
-			gt.Result = res
+		if t.done {
+			gt.Result = g.stateTaskResult(t.writes)
 		}
-		if !t.done || !applyPending {
+		if !t.done || mode != snapHead {
 			st.Next = append(st.Next, t.name)
 		}
-		if n := g.nodes[t.name]; n != nil && n.subgraph != nil {
+		if n := g.nodes[t.name]; n != nil && n.sub() != nil {
 			if expand != nil {
 				gt.State = expand(t)
 			}
@@ -200,22 +238,69 @@ func (g *Compiled) snapshot(threadID string, c *ckpt, applyPending bool, expand 
 	return st
 }
 
-func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, threadID string, g *Compiled, cs *ckpt, subgraphs, latest bool) *graphserver.ThreadState {
+// stateValues is what a state snapshot shows of state s: every channel
+// (LangGraph reads the graph's stream channels, all of the state, not only
+// its output keys), or the root value of a graph whose state is one value.
+func (g *Compiled) stateValues(s State) any {
+	if g.root {
+		return s[chRoot]
+	}
+	return map[string]any(s)
+}
+
+// withNullWrites returns c with the update and goto writes of a Command
+// (the null task's pending writes) applied, as LangGraph's get_state and
+// its loop apply them before anything else; ok is false when there are none.
+func (g *Compiled) withNullWrites(c *ckpt, track tracker) (*ckpt, bool) {
+	var ws []write
+	for _, pw := range c.pending {
+		if pw.TaskID != nullTaskID || pw.Channel == chResume {
+			continue
+		}
+		var v any
+		_ = json.Unmarshal(pw.Value, &v)
+		ws = append(ws, write{pw.Channel, v})
+	}
+	if len(ws) == 0 {
+		return nil, false
+	}
+	next, _, err := g.apply(c, []*task{{name: Input, writes: ws}}, c.step, track, false)
+	if err != nil {
+		return nil, false
+	}
+	out := *c
+	out.values, out.versions, out.triggers, out.sends = next.values, next.versions, next.triggers, next.sends
+	return &out, true
+}
+
+func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, threadID string, g *Compiled, cs *ckpt, subgraphs bool, mode snapMode) *graphserver.ThreadState {
 	var expand func(t *task) *graphserver.ThreadState
 	if subgraphs {
 		expand = func(t *task) *graphserver.ThreadState {
-			sub := g.nodes[t.name].subgraph
+			sub := g.nodes[t.name].sub()
 			child, err := load(ctx, cp, threadID, t.ns, "")
 			if err != nil || child == nil {
 				return nil
 			}
-			return c.stateAt(ctx, cp, threadID, sub, child, true, true)
+			return c.stateAt(ctx, cp, threadID, sub, child, true, snapHead)
 		}
 	}
-	return g.snapshot(threadID, cs, latest, expand)
+	return g.snapshot(threadID, cs, mode, expand)
 }
 
-// State returns the state at req.Checkpoint (see graphserver.Graph).
+// latestID returns the id of the latest checkpoint of namespace ns ("" if
+// there is none).
+func latestID(ctx context.Context, cp graphserver.Checkpointer, threadID, ns string) (string, error) {
+	cs, err := load(ctx, cp, threadID, ns, "")
+	if err != nil || cs == nil {
+		return "", err
+	}
+	return cs.id, nil
+}
+
+// State returns the state at req.Checkpoint (see graphserver.Graph). The
+// latest checkpoint of a namespace shows the writes of the tasks that
+// finished there applied (see snapMode); State and History build it alike.
 func (c *Compiled) State(ctx context.Context, req *graphserver.StateRequest) (*graphserver.ThreadState, error) {
 	ns := req.Checkpoint.CheckpointNS
 	g, err := c.graphFor(ns)
@@ -236,7 +321,18 @@ func (c *Compiled) State(ctx context.Context, req *graphserver.StateRequest) (*g
 	if cs == nil {
 		return emptyState(), nil
 	}
-	return c.stateAt(ctx, req.Checkpointer, req.Checkpoint.ThreadID, g, cs, req.Subgraphs, id == ""), nil
+	mode := snapHead
+	if id != "" && len(cs.pending) > 0 {
+		// only pending writes make a difference: is it the latest?
+		latest, err := latestID(ctx, req.Checkpointer, req.Checkpoint.ThreadID, ns)
+		if err != nil {
+			return nil, err
+		}
+		if latest != cs.id {
+			mode = snapStored
+		}
+	}
+	return c.stateAt(ctx, req.Checkpointer, req.Checkpoint.ThreadID, g, cs, req.Subgraphs, mode), nil
 }
 
 func emptyState() *graphserver.ThreadState {
@@ -264,13 +360,27 @@ func (c *Compiled) History(ctx context.Context, req *graphserver.HistoryRequest)
 	if err != nil {
 		return nil, err
 	}
+	// The latest checkpoint of the namespace reads as State shows it. It
+	// heads the list unless the list is bounded or filtered.
+	head := ""
+	if slices.ContainsFunc(recs, func(r *graphserver.CheckpointRecord) bool { return len(r.PendingWrites) > 0 }) {
+		if before == "" && len(req.Metadata) == 0 {
+			head = recs[0].CheckpointID
+		} else if head, err = latestID(ctx, req.Checkpointer, req.Checkpoint.ThreadID, ns); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]*graphserver.ThreadState, 0, len(recs))
 	for _, rec := range recs {
 		cs, err := fromRecord(rec)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, g.snapshot(req.Checkpoint.ThreadID, cs, false, nil))
+		mode := snapStored
+		if rec.CheckpointID == head {
+			mode = snapHead
+		}
+		out = append(out, g.snapshot(req.Checkpoint.ThreadID, cs, mode, nil))
 	}
 	return out, nil
 }

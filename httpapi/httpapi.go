@@ -37,8 +37,10 @@ type Options struct {
 	// limit.
 	MaxBodyBytes int64
 
-	// Logger receives request logs (debug level), panics and internal errors
-	// (error level). Default: slog.Default().
+	// Logger receives one line per request (info level; debug for GET /ok
+	// and GET /metrics), panics and internal errors (error level). Default:
+	// the Server's logger (graphserver.Options.Logger), so one Logger option
+	// covers both packages.
 	Logger *slog.Logger
 
 	// CORSOrigins lists the origins allowed to call the API from a browser.
@@ -58,12 +60,13 @@ type Options struct {
 	HeartbeatInterval time.Duration
 }
 
-// withDefaults returns a copy of o with defaults applied.
-func (o Options) withDefaults() Options {
+// withDefaults returns a copy of o with defaults applied; srv gives the
+// default Logger.
+func (o Options) withDefaults(srv *graphserver.Server) Options {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.Logger = cmp.Or(o.Logger, srv.Logger())
 	if o.CORSOrigins == nil {
 		o.CORSOrigins = []string{"*"}
 	} else {
@@ -83,16 +86,16 @@ type handler struct {
 // use; srv must outlive it. Middleware, outermost first: request id and
 // logging, panic recovery, CORS.
 func New(srv *graphserver.Server, opts Options) http.Handler {
-	opts = opts.withDefaults()
+	opts = opts.withDefaults(srv)
 	h := &handler{srv: srv, opts: opts, logger: opts.Logger}
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
-		mux.Handle(rt.pattern, h.adapt(rt.handle))
+		mux.Handle(rt.pattern, h.adapt(rt.pattern, rt.handle))
 	}
 	var next http.Handler = h.unmatched(mux)
 	next = h.cors(next)
 	next = h.recoverPanics(next)
-	next = h.logRequests(next)
+	next = h.instrument(next)
 	return next
 }
 
@@ -100,9 +103,11 @@ func New(srv *graphserver.Server, opts Options) http.Handler {
 // response itself and returns any error for writeError.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// adapt turns a handlerFunc into an http.Handler that writes its error.
-func (h *handler) adapt(fn handlerFunc) http.Handler {
+// adapt turns a handlerFunc into an http.Handler that records the route
+// pattern (for logs and metrics) and writes the handler's error.
+func (h *handler) adapt(pattern string, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setRoute(r, pattern)
 		if err := fn(w, r); err != nil {
 			h.writeError(w, r, err)
 		}

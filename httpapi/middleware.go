@@ -1,24 +1,43 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// requestIDKey is the context key of the request id.
-type requestIDKey struct{}
+// requestKey is the context key of a request's *requestInfo.
+type requestKey struct{}
 
-// requestID returns the request id logRequests put in ctx, or "".
+// requestInfo is what the instrument middleware learns about a request: its
+// id, and the route pattern that served it (set by the route adapter, so
+// that it survives middleware that replaces the request).
+type requestInfo struct {
+	id    string
+	route string // path pattern, e.g. /threads/{thread_id}; "" if no route matched
+}
+
+// requestID returns the request id instrument put in ctx, or "".
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if info, ok := ctx.Value(requestKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
+}
+
+// setRoute records the route pattern (method and path) serving the request.
+func setRoute(r *http.Request, pattern string) {
+	if info, ok := r.Context().Value(requestKey{}).(*requestInfo); ok {
+		_, info.route, _ = strings.Cut(pattern, " ")
+	}
 }
 
 // statusWriter records the status a handler writes. Unwrap lets
@@ -44,24 +63,55 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// logRequests gives every request an id (the client's X-Request-Id, or a new
-// UUID), echoes it in the X-Request-Id response header, puts it in the
-// request context, and logs each request at debug level.
-func (h *handler) logRequests(next http.Handler) http.Handler {
+// maxRequestIDLen bounds a client's X-Request-Id; a longer one is replaced.
+const maxRequestIDLen = 200
+
+// validRequestID reports whether a client's X-Request-Id is kept: 1 to
+// maxRequestIDLen printable ASCII characters without spaces.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// quietRoutes are logged at debug level rather than info: health checks and
+// scrapes that would drown the other lines.
+var quietRoutes = map[string]bool{"GET /ok": true, "GET /metrics": true}
+
+// instrument gives every request an id (the client's X-Request-Id when it
+// is valid, else a new UUID), echoes it in the X-Request-Id response
+// header, puts it in the request context, and when the request is done logs
+// one line ("request": method, route, path, status, duration, request_id)
+// at info level (debug for quietRoutes).
+func (h *handler) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
-		if id == "" || len(id) > 200 {
+		if !validRequestID(id) {
 			id = uuid.NewString()
 		}
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		info := &requestInfo{id: id}
+		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, info))
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
+		defer func() {
+			status := cmp.Or(sw.status, http.StatusOK) // net/http answers 200 when nothing was written
+			level := slog.LevelInfo
+			if quietRoutes[r.Method+" "+info.route] {
+				level = slog.LevelDebug
+			}
+			h.logger.LogAttrs(r.Context(), level, "request",
+				slog.String("method", r.Method), slog.String("route", info.route),
+				slog.String("path", r.URL.Path), slog.Int("status", status),
+				slog.Duration("duration", time.Since(start)), slog.String("request_id", id))
+		}()
 		next.ServeHTTP(sw, r)
-		h.logger.DebugContext(r.Context(), "request",
-			slog.String("request_id", id), slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", sw.status),
-			slog.Duration("duration", time.Since(start)))
 	})
 }
 
@@ -79,16 +129,22 @@ func (h *handler) recoverPanics(next http.Handler) http.Handler {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.logger.ErrorContext(r.Context(), "panic serving request",
-				slog.String("request_id", requestID(r.Context())),
-				slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			h.logPanic(r, v)
 			if sw.status == 0 {
 				writeDetail(w, http.StatusInternalServerError, "Internal error.")
 			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// logPanic logs a panic recovered while serving r, with its stack and the
+// request id.
+func (h *handler) logPanic(r *http.Request, v any) {
+	h.logger.ErrorContext(r.Context(), "panic serving request",
+		slog.String("request_id", requestID(r.Context())),
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
 }
 
 // exposedHeaders are the response headers browsers may read (wire contract

@@ -45,6 +45,7 @@ func (h *handler) routes() []route {
 		{"GET /threads/{thread_id}/state/{checkpoint_id}", h.getThreadState},
 		{"POST /threads/{thread_id}/state/checkpoint", h.getThreadStateAtCheckpoint},
 		{"POST /threads/{thread_id}/state", h.updateThreadState},
+		{"PATCH /threads/{thread_id}/state", h.patchThreadState},
 		{"GET /threads/{thread_id}/history", h.getThreadHistory},
 		{"POST /threads/{thread_id}/history", h.postThreadHistory},
 
@@ -73,6 +74,9 @@ func (h *handler) routes() []route {
 		{"DELETE /store/items", h.deleteItem},
 		{"POST /store/items/search", h.searchItems},
 		{"POST /store/namespaces", h.listNamespaces},
+
+		// §2.11 Thread stream
+		{"GET /threads/{thread_id}/stream", h.joinThreadStream},
 	}
 	if h.opts.EnableTruncate {
 		rts = append(rts, route{"POST /internal/truncate", h.truncate}) // test helper (§2.1)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -48,17 +49,19 @@ func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
 	buf.WriteString("\n\n")
 }
 
-// writeSSE streams a run's events as Server-Sent Events (§4.1): headers
-// first (with Content-Location and Location, §1.5), then one frame per
-// event with its id, a ": heartbeat" comment every heartbeat interval, and
-// an error frame if following the stream fails. It returns when the run
-// ends, the client goes away or the server closes.
-func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserver.RunStream, contentLocation, location string) {
+// writeSSE streams events as Server-Sent Events (§4.1): headers first
+// (with Content-Location, when not empty, and Location, §1.5), then one
+// frame per event with its id, a ": heartbeat" comment every heartbeat
+// interval, and an error frame if following the stream fails. It returns
+// when the events end, the client goes away or the server closes.
+func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(context.Context) iter.Seq2[graphserver.StreamEvent, error], contentLocation, location string) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("Content-Location", contentLocation)
+	if contentLocation != "" {
+		hdr.Set("Content-Location", contentLocation)
+	}
 	hdr.Set("Location", location)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -70,15 +73,29 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 		ev  graphserver.StreamEvent
 		err error
 	}
-	events := make(chan item)
+	// Buffered, so that a burst of events (a chat reply streamed token by
+	// token) is written with one flush rather than one per event.
+	items := make(chan item, 256)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() {
-		defer close(events)
-		for ev, err := range st.Events(ctx) {
+		defer close(items)
+		// The recover middleware does not reach this goroutine: a panic
+		// following the run ends the stream with an error event instead
+		// of taking the process down.
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				select {
+				case items <- item{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}:
+				case <-ctx.Done():
+				}
+			}
+		}()
+		for ev, err := range events(ctx) {
 			select {
-			case events <- item{ev, err}:
+			case items <- item{ev, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -90,7 +107,7 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 	var buf bytes.Buffer
 	for {
 		select {
-		case it, ok := <-events:
+		case it, ok := <-items:
 			if !ok {
 				return
 			}
@@ -111,6 +128,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, st *graphserv
 			}
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
+			}
+			if len(items) > 0 && it.err == nil {
+				continue // more to write: flush once after them
 			}
 			if err := rc.Flush(); err != nil {
 				return
@@ -154,6 +174,12 @@ func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(co
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				h.logPanic(r, v)
+				done <- result{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}
+			}
+		}()
 		out, err := wait(r.Context())
 		done <- result{out, err}
 	})

@@ -70,6 +70,19 @@ func (h *handler) updateThreadState(w http.ResponseWriter, r *http.Request) erro
 	return h.writeJSON(w, r, http.StatusOK, out)
 }
 
+// patchThreadState handles PATCH /threads/{thread_id}/state: 204 once
+// metadata is merged into the latest checkpoint's.
+func (h *handler) patchThreadState(w http.ResponseWriter, r *http.Request) error {
+	var body graphserver.ThreadStatePatch
+	if err := h.decode(w, r, &body); err != nil {
+		return err
+	}
+	if err := h.srv.PatchThreadState(r.Context(), r.PathValue("thread_id"), body); err != nil {
+		return err
+	}
+	return writeNoContent(w)
+}
+
 // getThreadHistory handles GET /threads/{thread_id}/history.
 func (h *handler) getThreadHistory(w http.ResponseWriter, r *http.Request) error {
 	limit, _, err := queryInt(r, "limit")

@@ -100,3 +100,28 @@ func (h *handler) copyThread(w http.ResponseWriter, r *http.Request) error {
 	}
 	return h.writeJSON(w, r, http.StatusOK, t)
 }
+
+// joinThreadStream handles GET /threads/{thread_id}/stream: the thread's
+// events as SSE, modes from stream_modes or stream_mode (repeated keys or
+// comma lists), resumed after the Last-Event-ID header ("-" replays). It
+// never ends on its own; Location is the request itself, so that SDKs
+// reconnect to the same stream with the last id they saw.
+func (h *handler) joinThreadStream(w http.ResponseWriter, r *http.Request) error {
+	var modes []string
+	for _, name := range []string{"stream_modes", "stream_mode"} {
+		m, err := queryStrings(r, name)
+		if err != nil {
+			return err
+		}
+		modes = append(modes, m...)
+	}
+	st, err := h.srv.JoinThreadStream(r.Context(), r.PathValue("thread_id"), graphserver.ThreadStreamOptions{
+		LastEventID: r.Header.Get("Last-Event-ID"),
+		StreamModes: modes,
+	})
+	if err != nil {
+		return err
+	}
+	h.writeSSE(w, r, st.Events, "", r.URL.RequestURI())
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -139,6 +140,7 @@ func (db *DB) runGroup(batch []*writeReq) {
 		}
 	}
 	ctx := context.Background()
+	start := time.Now()
 	tx, err := db.writer.BeginTxx(ctx, nil)
 	if err != nil {
 		fail(translate(fmt.Errorf("begin write: %w", err)))
@@ -171,7 +173,9 @@ func (db *DB) runGroup(batch []*writeReq) {
 		}
 	}
 	if ran {
-		if err := tx.Commit(); err != nil {
+		err := tx.Commit()
+		db.observeGroup(len(batch), time.Since(start), err)
+		if err != nil {
 			fail(translate(fmt.Errorf("commit: %w", err)))
 			return
 		}

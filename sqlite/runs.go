@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,10 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-var _ graphserver.RunStorage = (*DB)(nil)
+var (
+	_ graphserver.RunStorage      = (*DB)(nil)
+	_ graphserver.RunStatusReader = (*DB)(nil)
+)
 
 // runRow is a runs row.
 type runRow struct {
@@ -92,6 +96,13 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	res := &graphserver.RunCreated{}
 	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		now := formatTime(r.UpdatedAt)
+		if opts.Cron != nil {
+			if fired, err := fireCron(ctx, tx, opts.Cron); err != nil {
+				return err
+			} else if !fired {
+				return errCronFired(opts.Cron)
+			}
+		}
 		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 			if opts.CreateThread == nil {
 				return err
@@ -654,4 +665,23 @@ func (db *DB) LatestCheckpointNotByRun(ctx context.Context, threadID, runID stri
 		return "", translate(fmt.Errorf("latest checkpoint of thread %s: %w", threadID, err))
 	}
 	return string(id), nil
+}
+
+// RunStatuses implements graphserver.RunStatusReader.
+func (db *DB) RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error) {
+	out := make(map[string]string, len(runIDs))
+	for chunk := range slices.Chunk(runIDs, 500) {
+		var rows []struct {
+			RunID  string `db:"run_id"`
+			Status string `db:"status"`
+		}
+		if err := db.reader.SelectContext(ctx, &rows, `SELECT run_id, status FROM runs WHERE run_id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, anys(chunk)...); err != nil {
+			return nil, translate(fmt.Errorf("read run statuses: %w", err))
+		}
+		for _, r := range rows {
+			out[r.RunID] = r.Status
+		}
+	}
+	return out, nil
 }

@@ -70,6 +70,8 @@ type DB struct {
 	reader *sqlx.DB // several query-only connections
 	group  *groupWriter
 
+	observers dbObservers
+
 	closeOnce sync.Once
 	closeErr  error
 }

@@ -75,7 +75,7 @@ func run(runs, clients int, dbPath, only string) error {
 	srv, err := graphserver.New(graphserver.Options{
 		Storage: db,
 		Graphs:  map[string]graphserver.Graph{"echo": echo},
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func run(runs, clients int, dbPath, only string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})}
+	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Logger: slog.New(slog.DiscardHandler)})}
 	go hs.Serve(ln)
 	defer hs.Close()
 	base := "http://" + ln.Addr().String()

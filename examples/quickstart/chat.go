@@ -2,26 +2,39 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"time"
 
 	"github.com/graphserver/graphserver/graph"
 )
 
+// failCommand is the message that makes the chat graph fail, to show how a
+// failed run looks in a client (the chat page shows the error).
+const failCommand = "/fail"
+
 // chatGraph returns the example "chat" graph: its state is a list of
 // messages, and its one node answers the last human message, streaming the
-// reply word by word (stream_mode "messages-tuple" shows the tokens). A
-// real program would call a chat model here.
-func chatGraph() (*graph.Compiled, error) {
+// reply word by word (stream_mode "messages-tuple" shows the tokens) with
+// tokenDelay between words, as a chat model would. A real program would call
+// a chat model here. The message "/fail" makes the node fail.
+func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 	g := graph.New(graph.Channels{"messages": graph.AddMessages()})
 	g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
 		var last string
 		if msgs := s.Messages("messages"); len(msgs) > 0 {
 			last = msgs[len(msgs)-1].Text()
 		}
+		if strings.TrimSpace(last) == failCommand {
+			return nil, errors.New("the chat graph failed, as asked by " + failCommand)
+		}
 		reply := graph.StreamMessage(ctx, "")
 		for i, word := range strings.Fields("You said: " + last) {
 			if i > 0 {
 				word = " " + word
+				if err := sleep(ctx, tokenDelay); err != nil {
+					return nil, err
+				}
 			}
 			reply.Chunk(word)
 		}
@@ -30,4 +43,20 @@ func chatGraph() (*graph.Compiled, error) {
 	g.AddEdge(graph.Start, "chat")
 	g.AddEdge("chat", graph.End)
 	return g.Compile(graph.CompileOptions{Name: "chat"})
+}
+
+// sleep waits d, or returns the cause of ctx's end first (a cancelled run
+// stops at once).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

@@ -4,9 +4,14 @@
 //
 //	go run ./examples/quickstart                      # http://127.0.0.1:8123, graphserver.db
 //	go run ./examples/quickstart -addr 127.0.0.1:0    # any free port
+//	go run ./examples/quickstart -h                   # every flag
 //
-// It prints "listening on http://HOST:PORT" once the port is bound and shuts
-// down cleanly on SIGINT or SIGTERM.
+// It prints "listening on http://HOST:PORT" once the port is bound, logs one
+// line per request and per run state change to stderr (-log-level,
+// -log-format), and shuts down gracefully on SIGINT or SIGTERM: it stops
+// accepting, lets requests and runs in flight finish until -shutdown-timeout,
+// hands the runs still running back to the queue (the next start resumes
+// them), then closes the database.
 package main
 
 import (
@@ -15,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -30,39 +36,91 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h printed the usage.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-// shutdownTimeout bounds how long shutdown waits for requests and runs.
-const shutdownTimeout = 10 * time.Second
+// config is what the flags set.
+type config struct {
+	addr, db        string
+	logLevel        slog.Level
+	logFormat       string
+	shutdownTimeout time.Duration
+	tokenDelay      time.Duration
+}
 
-// run parses args, serves until ctx ends, then shuts down: HTTP first, then
-// the graphserver, then the database. It returns the first error, including
-// a port already in use.
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+// parseFlags parses args. -h prints the usage to stdout and returns
+// flag.ErrHelp; a bad flag returns an error naming it.
+func parseFlags(args []string, stdout io.Writer) (*config, error) {
+	c := &config{}
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
-	dbPath := fs.String("db", "graphserver.db", "SQLite database file")
+	fs.SetOutput(io.Discard) // errors are returned; -h prints below
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
+	fs.StringVar(&c.db, "db", "graphserver.db", "SQLite database file (created if missing)")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second,
+		"on SIGINT/SIGTERM, how long requests and runs in flight may take to finish before runs are handed back to the queue")
+	fs.DurationVar(&c.tokenDelay, "token-delay", 30*time.Millisecond, "delay between the words the chat graph streams (0: none)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: quickstart [flags]\n\nServes the LangGraph Platform API with one example graph, \"chat\", on one SQLite file.\n\nFlags:\n")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
+		return nil, err
 	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only; -h lists them)", fs.Arg(0))
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return nil, fmt.Errorf("-log-format must be text or json, not %q", c.logFormat)
+	}
+	if c.shutdownTimeout < 0 || c.tokenDelay < 0 {
+		return nil, errors.New("-shutdown-timeout and -token-delay must not be negative")
+	}
+	return c, nil
+}
 
-	db, err := sqlite.Open(*dbPath)
+// newLogger returns the logger the flags ask for, writing to w.
+func (c *config) newLogger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.logLevel}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// run parses args, serves until ctx ends, then shuts down gracefully. It
+// prints the address to stdout and logs to stderr. It returns the first
+// error, including a port already in use, and flag.ErrHelp after -h.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stdout)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	logger := c.newLogger(stderr)
 
-	chat, err := chatGraph()
+	db, err := sqlite.Open(c.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close() // last: after the HTTP server and the graphserver
+
+	chat, err := chatGraph(c.tokenDelay)
 	if err != nil {
 		return err
 	}
 	srv, err := graphserver.New(graphserver.Options{
 		Storage: db,
 		Graphs:  map[string]graphserver.Graph{"chat": chat},
+		Logger:  logger, // httpapi logs to it too
 		// Runs may ask for a webhook: POSTed over net/http, to public
 		// addresses only (private ones are refused, see WebhookPolicy).
 		Webhooks: graphserver.WebhookOptions{Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{})},
@@ -73,14 +131,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		_ = srv.Close(closeCtx)
-	}()
-
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
+		_ = srv.Close(context.Background())
 		return err
 	}
 	hs := &http.Server{
@@ -90,19 +143,40 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	logger.Info("listening", "addr", "http://"+ln.Addr().String(), "db", c.db)
 
 	select {
-	case err := <-serveErr:
-		return err
+	case err = <-serveErr:
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	return shutdown(hs, srv, serveErr, err, c.shutdownTimeout, logger)
+}
+
+// shutdown stops hs and srv within timeout, in this order: hs stops
+// accepting and waits for the requests in flight (a stream or /wait ends
+// with its run); srv stops claiming runs and waits for those still running;
+// when the deadline passes first, srv cancels them and hands them back to
+// the queue (the next start resumes them from their last checkpoint) and
+// hs closes the connections left. The caller closes the database after.
+// serveErr is hs.Serve's result channel; served is its result if it already
+// came (nil otherwise).
+func shutdown(hs *http.Server, srv *graphserver.Server, serveErr <-chan error, served error, timeout time.Duration, logger *slog.Logger) error {
+	logger.Info("shutting down", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := hs.Shutdown(shutdownCtx); err != nil {
-		return err
+	httpErr := hs.Shutdown(ctx)
+	if err := srv.Close(ctx); err != nil {
+		logger.Warn("shutdown deadline passed: runs still running were handed back to the queue", "err", err)
 	}
-	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	if httpErr != nil {
+		_ = hs.Close() // connections still open after the deadline
 	}
+	if served == nil {
+		served = <-serveErr
+	}
+	if !errors.Is(served, http.ErrServerClosed) {
+		return served
+	}
+	logger.Info("stopped")
 	return nil
 }

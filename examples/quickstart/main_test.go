@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -13,10 +15,20 @@ import (
 	"github.com/graphserver/graphserver/internal/cmdtest"
 )
 
-// start runs the quickstart on a free port with the given database.
-func start(t *testing.T, db string) *cmdtest.Server {
+// start runs the quickstart on a free port with the given database (and
+// extra flags), its logs discarded.
+func start(t *testing.T, db string, flags ...string) *cmdtest.Server {
 	t.Helper()
-	return cmdtest.Start(t, run, "-addr", "127.0.0.1:0", "-db", db)
+	return startLogging(t, io.Discard, db, flags...)
+}
+
+// startLogging is start with the logs written to stderr.
+func startLogging(t *testing.T, stderr io.Writer, db string, flags ...string) *cmdtest.Server {
+	t.Helper()
+	runIt := func(ctx context.Context, args []string, stdout io.Writer) error {
+		return run(ctx, args, stdout, stderr)
+	}
+	return cmdtest.Start(t, runIt, append([]string{"-addr", "127.0.0.1:0", "-db", db, "-token-delay", "0"}, flags...)...)
 }
 
 // do is cmdtest.Do.
@@ -75,15 +87,18 @@ func TestRunPortInUse(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	err = run(t.Context(), []string{"-addr", ln.Addr().String(), "-db", filepath.Join(t.TempDir(), "gs.db")}, io.Discard)
+	err = run(t.Context(), []string{"-addr", ln.Addr().String(), "-db", filepath.Join(t.TempDir(), "gs.db")}, io.Discard, io.Discard)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "address already in use")
 }
 
 func TestRunBadFlag(t *testing.T) {
 	t.Parallel()
-	err := run(t.Context(), []string{"-nope"}, io.Discard)
-	require.Error(t, err)
+	for _, args := range [][]string{{"-nope"}, {"-log-format", "xml"}, {"-log-level", "loud"}, {"-shutdown-timeout", "-1s"}, {"extra"}} {
+		err := run(t.Context(), args, io.Discard, io.Discard)
+		require.Error(t, err, "%v", args)
+		require.NotErrorIs(t, err, flag.ErrHelp)
+	}
 }
 
 func TestQuickstartWebhooks(t *testing.T) {

@@ -12,8 +12,10 @@ import (
 // the compatibility tests drive through the state.
 func agentGraph() (*graph.Compiled, error) {
 	models := newFakeModels("begin", "end")
+	// no defaults: as in LangGraph, a channel never written is absent from
+	// the values (reference-graphs.md)
 	nullable := func(types string) *graph.Channel {
-		return graph.LastValue().WithDefault(nil).WithSchema(`{"type": ` + types + `}`)
+		return graph.LastValue().WithSchema(`{"type": ` + types + `}`)
 	}
 	g := graph.New(graph.Channels{
 		"messages":                   graph.AddMessages(),

@@ -562,4 +562,24 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		_, err = b.rs.GetRun(t.Context(), "", "r1", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
+
+	t.Run("RunStatuses", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		r, ok := b.st.(graphserver.RunStatusReader)
+		if !ok {
+			t.Skip("storage does not implement RunStatusReader")
+		}
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
+		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
+		require.NoError(t, err)
+		ids := []string{"r1", "r2", "nope"}
+		for i := range 1200 { // more ids than one SQL statement binds
+			ids = append(ids, fmt.Sprintf("missing-%d", i))
+		}
+		got, err := r.RunStatuses(t.Context(), ids)
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"r1": graphserver.RunRunning, "r2": graphserver.RunPending}, got)
+	})
 }

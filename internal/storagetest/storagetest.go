@@ -31,7 +31,9 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		{"Concurrency", exerciseConcurrency},
 		{"Store", exerciseStore},
 		{"Runs", exerciseRuns},
-		// Runs, crons and webhooks add their exercise functions here.
+		{"Crons", exerciseCrons},
+		{"Observe", exerciseObserve},
+		// Webhooks add their exercise functions here.
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

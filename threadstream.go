@@ -1,0 +1,378 @@
+package graphserver
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Thread stream modes (GET /threads/{thread_id}/stream, §4.7 of the wire
+// contract).
+const (
+	// ThreadStreamRunModes passes every event of every run of the thread
+	// (each mode event, metadata, error and the run_done marker), but not
+	// state updates. It is the default.
+	ThreadStreamRunModes = "run_modes"
+	// ThreadStreamLifecycle passes only the metadata events: a run's start
+	// {"run_id", "attempt"} and its end {"status": "run_done", "run_id"}.
+	ThreadStreamLifecycle = "lifecycle"
+	// ThreadStreamStateUpdate passes only state_update events
+	// {"state": ThreadState, "thread_id"}, sent after a state update
+	// (UpdateThreadState) or a thread created with supersteps.
+	ThreadStreamStateUpdate = "state_update"
+)
+
+// ThreadStreamModes are the values a thread stream's modes take.
+var ThreadStreamModes = []string{ThreadStreamRunModes, ThreadStreamLifecycle, ThreadStreamStateUpdate}
+
+// threadFeedMax bounds the events a thread's feed retains for replay; older
+// ones are dropped first.
+const threadFeedMax = 10000
+
+// ThreadStreamOptions tunes JoinThreadStream.
+type ThreadStreamOptions struct {
+	// LastEventID resumes strictly after that thread event id ("<ms>-<seq>",
+	// as the stream's ids are). "-" (or "-1") replays every event this
+	// process still retains for the thread, then goes live. "" is live only:
+	// the events published from the moment the stream starts.
+	LastEventID string
+	// StreamModes selects the events (ThreadStreamModes); empty means
+	// run_modes.
+	StreamModes []string
+}
+
+// ThreadStream follows the events of a thread: those of every run on it
+// and its state updates. Create it with JoinThreadStream; it is owned by one
+// consumer.
+type ThreadStream struct {
+	// ThreadID is the thread followed.
+	ThreadID string
+
+	s     *Server
+	after feedID // the stream starts strictly after this id
+	modes []string
+}
+
+// JoinThreadStream returns a stream of the thread's events (§4.7 of the
+// wire contract): the events of every run executed on it in this process
+// (each named as on the run's stream, with metadata first and a metadata
+// {"status": "run_done", "run_id"} once the run ended) and state_update
+// events, filtered by opts.StreamModes. Event ids are "<ms>-<seq>", growing
+// within the thread; events are retained for replay as long as run logs are
+// (Options.ResumableStreamTTL for resumable runs and state updates, a few
+// seconds for the others). The stream never ends on its own: see
+// ThreadStream.Events.
+//
+// It returns EINVALID for a malformed thread id, an unknown mode or a
+// malformed LastEventID, and ENOTFOUND when the thread is missing or hidden.
+// It blocks on storage.
+func (s *Server) JoinThreadStream(ctx context.Context, threadID string, opts ThreadStreamOptions) (*ThreadStream, error) {
+	modes := opts.StreamModes
+	for _, m := range modes {
+		if !slices.Contains(ThreadStreamModes, m) {
+			return nil, Errorf(EINVALID, "Invalid stream mode: %s. Thread streams take %s.", m, strings.Join(ThreadStreamModes, ", "))
+		}
+	}
+	if len(modes) == 0 {
+		modes = []string{ThreadStreamRunModes}
+	}
+	st := &ThreadStream{s: s, modes: slices.Clone(modes)}
+	id := strings.TrimSpace(opts.LastEventID)
+	switch id {
+	case "":
+	case "-", "-1":
+		st.after = feedID{ms: -1, seq: -1}
+	default:
+		after, ok := parseFeedID(id)
+		if !ok {
+			return nil, Errorf(EINVALID, "Invalid last-event-id %q: must be a thread stream event id (<ms>-<seq>) or - to replay from the beginning", id)
+		}
+		st.after = after
+	}
+	t, err := s.stateThread(ctx, threadID, "read")
+	if err != nil {
+		return nil, err
+	}
+	st.ThreadID = t.ThreadID
+	if id == "" {
+		// Live only: what is published from now on.
+		st.after = s.rq.logs.hub.lastID(t.ThreadID)
+	}
+	return st, nil
+}
+
+// Events returns the thread's events after the stream's starting point,
+// then live ones, until ctx ends (it yields ctx's cause) or the server
+// closes (it yields ErrServerClosed). It never ends on its own.
+func (st *ThreadStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
+		hub := &st.s.rq.logs.hub
+		feed := hub.subscribe(st.ThreadID)
+		defer hub.unsubscribe(st.ThreadID, feed)
+		pos := feed.start(st.after)
+		for {
+			evs, next, wake := feed.read(pos)
+			pos = next
+			for _, ev := range evs {
+				if !st.pass(ev.Event) {
+					continue
+				}
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if len(evs) > 0 {
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(StreamEvent{}, context.Cause(ctx))
+				return
+			case <-st.s.lifetime.Done():
+				yield(StreamEvent{}, ErrServerClosed)
+				return
+			}
+		}
+	}
+}
+
+// pass applies the stream modes, as LangGraph's thread stream filter does:
+// run_modes passes everything but state updates, state_update only them,
+// lifecycle only the metadata events (run start and run_done).
+func (st *ThreadStream) pass(event string) bool {
+	for _, m := range st.modes {
+		switch {
+		case m == ThreadStreamRunModes && event != "state_update":
+			return true
+		case m == ThreadStreamStateUpdate && event == "state_update":
+			return true
+		case m == ThreadStreamLifecycle && event == "metadata":
+			return true
+		}
+	}
+	return false
+}
+
+// publishStateUpdate sends a state_update event {"state", "thread_id"} to
+// the thread's stream.
+func (s *Server) publishStateUpdate(threadID string, st *ThreadState) {
+	if st == nil {
+		return
+	}
+	data := marshalOutput(map[string]any{"state": st, "thread_id": threadID})
+	s.rq.logs.hub.publish(threadID, "state_update", data, true)
+}
+
+// feedID is a thread event id: milliseconds and a sequence number within
+// them, written "<ms>-<seq>" (the form of LangGraph's Redis stream ids).
+type feedID struct{ ms, seq int64 }
+
+func (id feedID) String() string {
+	return strconv.FormatInt(id.ms, 10) + "-" + strconv.FormatInt(id.seq, 10)
+}
+
+func (id feedID) after(o feedID) bool {
+	return id.ms > o.ms || (id.ms == o.ms && id.seq > o.seq)
+}
+
+// parseFeedID reads "<ms>-<seq>" or "<ms>" (sequence 0).
+func parseFeedID(s string) (feedID, bool) {
+	msPart, seqPart, hasSeq := strings.Cut(s, "-")
+	ms, err := strconv.ParseInt(msPart, 10, 64)
+	if err != nil || ms < 0 || msPart == "" || msPart[0] == '+' {
+		return feedID{}, false
+	}
+	if !hasSeq {
+		return feedID{ms: ms}, true
+	}
+	seq, err := strconv.ParseInt(seqPart, 10, 64)
+	if err != nil || seq < 0 || seqPart == "" || seqPart[0] == '+' {
+		return feedID{}, false
+	}
+	return feedID{ms: ms, seq: seq}, true
+}
+
+// threadHub fans the events of a process's runs and state updates out to
+// the streams of their threads: one feed per thread, created on the first
+// event or subscriber, dropped once it has neither retained events nor
+// subscribers. It is safe for concurrent use; the zero value is ready.
+type threadHub struct {
+	mu           sync.Mutex
+	feeds        map[string]*threadFeed
+	resumableTTL time.Duration // retention of resumable runs' events and state updates
+	now          func() time.Time
+}
+
+// threadFeed is the retained, ordered events of one thread.
+type threadFeed struct {
+	mu     sync.Mutex
+	base   int // position of events[0]; positions grow forever
+	events []feedEvent
+	last   feedID
+	wake   chan struct{} // closed and replaced on every change
+	subs   int           // streams following it
+}
+
+type feedEvent struct {
+	StreamEvent
+	id      feedID
+	expires time.Time
+}
+
+func (h *threadHub) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
+}
+
+// feed returns the thread's feed, creating it; h.mu is held.
+func (h *threadHub) feed(threadID string) *threadFeed {
+	if h.feeds == nil {
+		h.feeds = map[string]*threadFeed{}
+	}
+	f := h.feeds[threadID]
+	if f == nil {
+		f = &threadFeed{wake: make(chan struct{})}
+		h.feeds[threadID] = f
+	}
+	return f
+}
+
+// publish appends an event to the thread's feed and wakes its streams.
+// retain keeps it for the resumable TTL rather than the short grace of
+// non-resumable run events.
+func (h *threadHub) publish(threadID, event string, data json.RawMessage, retain bool) {
+	now := h.clock()
+	ttl := endedLogGrace
+	if retain {
+		ttl = cmp.Or(h.resumableTTL, ResumableStreamTTLDefault)
+	}
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.append(event, data, now, now.Add(ttl))
+}
+
+// lastID returns the id of the thread's latest event, so that a stream
+// starting after it sees what is published from now on. Without a feed it
+// is a bound below any id the next event can get: a feed is dropped only
+// once its events expired, seconds after the last one, so a new feed's ids,
+// from the clock, are greater.
+func (h *threadHub) lastID(threadID string) feedID {
+	now := h.clock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.feeds[threadID]; f != nil {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.last != (feedID{}) {
+			return f.last
+		}
+	}
+	return feedID{ms: now.UnixMilli(), seq: -1}
+}
+
+// subscribe returns the thread's feed, counting a stream on it so that it
+// is kept.
+func (h *threadHub) subscribe(threadID string) *threadFeed {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.feed(threadID)
+	f.mu.Lock()
+	f.subs++
+	f.mu.Unlock()
+	return f
+}
+
+func (h *threadHub) unsubscribe(threadID string, f *threadFeed) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f.mu.Lock()
+	f.subs--
+	drop := f.subs == 0 && len(f.events) == 0
+	f.mu.Unlock()
+	if drop && h.feeds[threadID] == f {
+		delete(h.feeds, threadID)
+	}
+}
+
+// prune drops the events that expired before now, and the feeds left with
+// no events and no streams.
+func (h *threadHub) prune(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, f := range h.feeds {
+		f.mu.Lock()
+		n := 0
+		for n < len(f.events) && now.After(f.events[n].expires) {
+			n++
+		}
+		if n > 0 {
+			f.drop(n)
+		}
+		empty := f.subs == 0 && len(f.events) == 0
+		f.mu.Unlock()
+		if empty {
+			delete(h.feeds, id)
+		}
+	}
+}
+
+// append adds one event with the next id; ids grow with the clock and, within
+// one millisecond, by sequence.
+func (f *threadFeed) append(event string, data json.RawMessage, now, expires time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := feedID{ms: now.UnixMilli()}
+	if id.ms <= f.last.ms {
+		id = feedID{ms: f.last.ms, seq: f.last.seq + 1}
+	}
+	f.last = id
+	f.events = append(f.events, feedEvent{StreamEvent: StreamEvent{ID: id.String(), Event: event, Data: data}, id: id, expires: expires})
+	if len(f.events) > threadFeedMax {
+		f.drop(len(f.events) - threadFeedMax)
+	}
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+// drop removes the n oldest events; f.mu is held.
+func (f *threadFeed) drop(n int) {
+	f.events = slices.Clone(f.events[n:])
+	f.base += n
+}
+
+// start returns the position of the first retained event after `after`.
+func (f *threadFeed) start(after feedID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(f.events, after, func(e feedEvent, t feedID) int {
+		if e.id.after(t) {
+			return 1
+		}
+		return -1
+	})
+	return f.base + i
+}
+
+// read returns the events from position pos on (from the oldest retained
+// when pos was dropped), the position after them, and a channel closed at
+// the next change.
+func (f *threadFeed) read(pos int) ([]StreamEvent, int, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pos = max(pos, f.base)
+	var out []StreamEvent
+	for _, e := range f.events[pos-f.base:] {
+		out = append(out, e.StreamEvent)
+	}
+	return out, f.base + len(f.events), f.wake
+}
