@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ func serve(graphs map[string]graphserver.Graph) (string, func()) {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := graphserver.New(graphserver.Options{Storage: db, Graphs: graphs})
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Graphs: graphs, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -89,7 +90,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	for k, g := range opts.graphs {
 		graphs[k] = g
 	}
-	so := graphserver.Options{Storage: db, Graphs: graphs}
+	so := graphserver.Options{Storage: db, Graphs: graphs, Logger: slog.New(slog.DiscardHandler)}
 	if opts.server != nil {
 		opts.server(&so)
 	}

@@ -88,8 +88,9 @@ func (d *dropper) requests() []*http.Request {
 
 type dropWriter struct {
 	http.ResponseWriter
-	d    *dropper
-	left int // frames to let through; -1 = all
+	d       *dropper
+	left    int // frames to let through; -1 = all
+	dropped bool
 }
 
 func (w *dropWriter) Write(p []byte) (int, error) {
@@ -97,13 +98,21 @@ func (w *dropWriter) Write(p []byte) (int, error) {
 		w.d.heartbeats.Add(1)
 		return w.ResponseWriter.Write(p)
 	}
+	if w.dropped {
+		return 0, http.ErrHijacked
+	}
 	if w.left == 0 {
-		// break the connection as a network failure would: the handler
-		// sees a failed write, the client a body cut short
+		// break the connection as a network failure would: what was
+		// written before reaches the client, then (with partial) half of
+		// this frame, then the connection closes; the handler sees failed
+		// writes, the client a body cut short
+		w.dropped = true
+		rc := http.NewResponseController(w.ResponseWriter)
 		if w.d.partial {
 			_, _ = w.ResponseWriter.Write(p[:len(p)/2])
 		}
-		conn, buf, err := http.NewResponseController(w.ResponseWriter).Hijack()
+		_ = rc.Flush()
+		conn, buf, err := rc.Hijack()
 		if err != nil {
 			panic(err)
 		}
