@@ -21,6 +21,7 @@ const (
 	MaxRunTimeDefault         = time.Hour
 	ResumableStreamTTLDefault = 10 * time.Minute
 	PollIntervalDefault       = time.Second
+	CancelGraceDefault        = 500 * time.Millisecond
 )
 
 // endedLogGrace is how long the event log of a finished run that is not
@@ -49,6 +50,7 @@ type runQueue struct {
 	maxRunTime       time.Duration
 	resumableTTL     time.Duration
 	pollInterval     time.Duration
+	cancelGrace      time.Duration
 	defaultMultitask string
 
 	logs  logRegistry
@@ -59,6 +61,10 @@ type runQueue struct {
 	drainOnce sync.Once
 
 	slots chan struct{} // one token per run executing here (Options.Workers)
+
+	// graphs owns the goroutines graphs run in (runBounded): each returns
+	// before its run ends, except those of graphs a run gave up on.
+	graphs sync.WaitGroup
 
 	watcherOn atomic.Bool // watchRuns is polling storage for the followed runs
 
@@ -79,6 +85,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		maxRunTime:       opts.MaxRunTime,
 		resumableTTL:     opts.ResumableStreamTTL,
 		pollInterval:     opts.PollInterval,
+		cancelGrace:      opts.CancelGrace,
 		defaultMultitask: opts.DefaultMultitaskStrategy,
 		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
 		wake:             make(chan struct{}, 1),
