@@ -105,7 +105,7 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	defer endRenew()
 	startedAt := s.clock()
 	s.runChanged(startedEvent(qr, startedAt))
-	out := q.runGraph(ctx, run, log, func(cp Checkpointer) Checkpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
+	out := q.runGraph(ctx, run, log, func(cp Checkpointer) *runCheckpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
 	endRenew()
 	out.attempt = qr.Attempt
 	q.finish(ctx, run, out, startedAt, log, token)
@@ -143,7 +143,7 @@ func (q *runQueue) renewLease(ctx context.Context, runID, token string, cancel c
 
 // runGraph executes the run's graph and classifies the result.
 // scope wraps the Storage's Checkpointer for the run (runCheckpointer).
-func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope func(Checkpointer) Checkpointer) *runOutcome {
+func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope func(Checkpointer) *runCheckpointer) *runOutcome {
 	s := q.s
 	out := &runOutcome{tracker: &outputTracker{}, cfg: run.Kwargs.Config}
 	configurable, _ := asObject(run.Kwargs.Config["configurable"])
@@ -189,8 +189,10 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 		Durability:      cmp.Or(run.Kwargs.Durability, DurabilityAsync),
 		Store:           s.Store(),
 	}
+	var gate *runCheckpointer
 	if !run.Kwargs.Temporary {
-		gr.Checkpointer = scope(s.storage)
+		gate = scope(s.storage)
+		gr.Checkpointer = gate
 	}
 	subgraphs := run.Kwargs.Subgraphs
 	emit := func(p StreamPart) {
@@ -210,7 +212,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 
 	runCtx, stop := context.WithTimeoutCause(ctx, q.maxRunTime, errRunTimeout)
 	defer stop()
-	final, err := runSafely(runCtx, g, gr, emit)
+	final, err := q.runBounded(runCtx, run.RunID, g, gr, emit, gate)
 	var cause error
 	if runCtx.Err() != nil {
 		cause = context.Cause(runCtx)
@@ -234,36 +236,105 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 	return out
 }
 
+// runBounded runs the graph (runSafely) in a goroutine and returns its
+// result, or, when ctx ends (a cancel, a lost lease, the server closing,
+// the maximum run time) and the graph does not return within the cancel
+// grace, gives up on it: its checkpoint writes are shut off (gate, which
+// waits for a write in flight), so nothing it does after that is
+// committed, and ctx's cause is returned. The abandoned graph goes on in
+// its goroutine until it returns (q.graphs owns it; Close waits for it
+// until its context ends). A graph that honours its context returns well
+// within the grace, with the writes it saved for work done before the end.
+func (q *runQueue) runBounded(ctx context.Context, runID string, g Graph, gr *GraphRun, emit func(StreamPart), gate *runCheckpointer) (*ThreadState, error) {
+	type result struct {
+		st  *ThreadState
+		err error
+	}
+	done := make(chan result, 1)
+	q.graphs.Go(func() {
+		st, err := runSafely(ctx, g, gr, emit)
+		done <- result{st, err}
+	})
+	select {
+	case r := <-done:
+		return r.st, r.err
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(q.cancelGrace)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		return r.st, r.err
+	case <-grace.C:
+	}
+	gate.shutWrites()
+	q.s.logger.Warn("run's graph ignored its cancellation; its late writes are discarded",
+		"run_id", runID, "cause", context.Cause(ctx), "grace", q.cancelGrace)
+	return nil, context.Cause(ctx)
+}
+
+// errRunAbandoned refuses the checkpoint writes of a run's graph after the
+// run gave up on it (runBounded).
+var errRunAbandoned = Errorf(EUNAVAILABLE, "The run was stopped; writes made after it stopped are discarded.")
+
 // runCheckpointer returns the Checkpointer a claimed run's graph writes
-// through: when the Storage is a RunCheckpointer, the run's writes are
+// through. When the Storage is a RunCheckpointer, the run's writes are
 // recorded as its own (a rollback deletes them) and need its lease (token);
 // a write refused because the lease was lost cancels the run with
-// errLeaseLost, which releases it.
-func (q *runQueue) runCheckpointer(cp Checkpointer, runID, token string, cancel context.CancelCauseFunc) Checkpointer {
-	rc, ok := q.storage.(RunCheckpointer)
-	if !ok {
-		return cp
-	}
-	return &leasedCheckpointer{Checkpointer: cp, rc: rc, runID: runID, token: token, cancel: cancel}
+// errLeaseLost, which releases it. Once shut (runBounded gave up on the
+// graph), every write is refused.
+func (q *runQueue) runCheckpointer(cp Checkpointer, runID, token string, cancel context.CancelCauseFunc) *runCheckpointer {
+	rc, _ := q.storage.(RunCheckpointer)
+	return &runCheckpointer{Checkpointer: cp, rc: rc, runID: runID, token: token, cancel: cancel}
 }
 
-// leasedCheckpointer is a run's Checkpointer (runCheckpointer).
-type leasedCheckpointer struct {
+// runCheckpointer is a run's Checkpointer (see runQueue.runCheckpointer).
+type runCheckpointer struct {
 	Checkpointer
-	rc           RunCheckpointer
+	rc           RunCheckpointer // nil: the storage does not tie writes to runs
 	runID, token string
 	cancel       context.CancelCauseFunc
+
+	mu   sync.RWMutex // held for reading by each write, for writing by shut
+	shut bool
 }
 
-func (c *leasedCheckpointer) PutCheckpoint(ctx context.Context, cp *CheckpointRecord) error {
+// shut refuses the writes to come, once the writes in flight are done. It
+// is safe on a nil *runCheckpointer (a run without persistence).
+func (c *runCheckpointer) shutWrites() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.shut = true
+	c.mu.Unlock()
+}
+
+func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *CheckpointRecord) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.shut {
+		return errRunAbandoned
+	}
+	if c.rc == nil {
+		return c.Checkpointer.PutCheckpoint(ctx, cp)
+	}
 	return c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp))
 }
 
-func (c *leasedCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error {
+func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.shut {
+		return errRunAbandoned
+	}
+	if c.rc == nil {
+		return c.Checkpointer.PutWrites(ctx, threadID, ns, checkpointID, taskID, writes)
+	}
 	return c.check(c.rc.PutRunWrites(ctx, c.runID, c.token, threadID, ns, checkpointID, taskID, writes))
 }
 
-func (c *leasedCheckpointer) check(err error) error {
+func (c *runCheckpointer) check(err error) error {
 	if ErrorCode(err) == ENOTFOUND {
 		c.cancel(errLeaseLost)
 	}
@@ -418,8 +489,9 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	if out.rollback {
 		status = ""
 	}
-	log.finish(status, output, now.Add(q.logTTL(log)))
+	// Observers hear of the end before the run's waiters are released.
 	s.runChanged(endedEvent(run, out, status, now.Sub(startedAt), ""))
+	log.finish(status, output, now.Add(q.logTTL(log)))
 	q.signal()
 	if f.Webhook != nil {
 		q.hooks.signal()

@@ -19,6 +19,10 @@ type Graph interface {
 	// interrupt or breakpoint (a pause is not an error: the state's Next is
 	// non-empty), fails, or ctx is cancelled (then it returns context.Cause).
 	// A failure inside a node is returned as an error; ErrorName names it.
+	// Once ctx ends, the Server waits Options.CancelGrace for Run to
+	// return; after that the run ends without it, and every write Run then
+	// makes through req.Checkpointer is refused (nothing it does late is
+	// committed).
 	Run(ctx context.Context, req *GraphRun, emit func(StreamPart)) error
 
 	// State returns the state at req.Checkpoint (the latest when its

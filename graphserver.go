@@ -74,6 +74,13 @@ type Options struct {
 	// MaxRunTime ends a run running longer with status timeout. Default
 	// MaxRunTimeDefault (one hour).
 	MaxRunTime time.Duration
+	// CancelGrace is how long a run whose context ended (cancelled,
+	// rolled back, timed out, lease lost, server closing) waits for its
+	// graph to return before giving up on it: the run then ends at once
+	// (interrupted, deleted or released), and the checkpoint writes its
+	// graph makes afterwards are discarded. A graph that honours its
+	// context returns well within it. Default CancelGraceDefault (500 ms).
+	CancelGrace time.Duration
 	// ResumableStreamTTL is how long the event log of a stream_resumable run
 	// stays replayable after the run ends. Default
 	// ResumableStreamTTLDefault (10 minutes).
@@ -193,10 +200,19 @@ func (s *Server) Close(ctx context.Context) error {
 	select {
 	case <-done:
 		s.stop(ErrServerClosed)
-		return nil
 	case <-ctx.Done():
 		s.stop(ErrServerClosed)
 		<-done
+	}
+	// Graphs a run gave up on (they ignored their cancellation) may still
+	// be running: wait for them while ctx lasts.
+	graphsDone := make(chan struct{})
+	go func() { s.rq.graphs.Wait(); close(graphsDone) }()
+	select {
+	case <-graphsDone:
+		return ctx.Err()
+	case <-ctx.Done():
+		s.logger.Warn("closing with graphs that ignore their cancellation still running")
 		return ctx.Err()
 	}
 }

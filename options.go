@@ -37,6 +37,7 @@ func (o Options) withDefaults() Options {
 	o.ResumableStreamTTL = cmp.Or(o.ResumableStreamTTL, ResumableStreamTTLDefault)
 	o.PollInterval = cmp.Or(o.PollInterval, PollIntervalDefault)
 	o.DefaultMultitaskStrategy = cmp.Or(o.DefaultMultitaskStrategy, MultitaskEnqueue)
+	o.CancelGrace = cmp.Or(o.CancelGrace, CancelGraceDefault)
 	w := &o.Webhooks
 	w.SignatureHeader = cmp.Or(w.SignatureHeader, WebhookSignatureHeaderDefault)
 	w.MaxAttempts = cmp.Or(w.MaxAttempts, WebhookMaxAttemptsDefault)
@@ -67,6 +68,7 @@ func (o Options) validate() error {
 		{"MaxRunTime", o.MaxRunTime},
 		{"ResumableStreamTTL", o.ResumableStreamTTL},
 		{"PollInterval", o.PollInterval},
+		{"CancelGrace", o.CancelGrace},
 		{"Webhooks.Backoff", o.Webhooks.Backoff},
 	}
 	for _, p := range positive {

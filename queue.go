@@ -1,7 +1,6 @@
 package graphserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -21,6 +20,7 @@ const (
 	MaxRunTimeDefault         = time.Hour
 	ResumableStreamTTLDefault = 10 * time.Minute
 	PollIntervalDefault       = time.Second
+	CancelGraceDefault        = 500 * time.Millisecond
 )
 
 // endedLogGrace is how long the event log of a finished run that is not
@@ -49,6 +49,7 @@ type runQueue struct {
 	maxRunTime       time.Duration
 	resumableTTL     time.Duration
 	pollInterval     time.Duration
+	cancelGrace      time.Duration
 	defaultMultitask string
 
 	logs  logRegistry
@@ -59,6 +60,10 @@ type runQueue struct {
 	drainOnce sync.Once
 
 	slots chan struct{} // one token per run executing here (Options.Workers)
+
+	// graphs owns the goroutines graphs run in (runBounded): each returns
+	// before its run ends, except those of graphs a run gave up on.
+	graphs sync.WaitGroup
 
 	watcherOn atomic.Bool // watchRuns is polling storage for the followed runs
 
@@ -79,6 +84,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		maxRunTime:       opts.MaxRunTime,
 		resumableTTL:     opts.ResumableStreamTTL,
 		pollInterval:     opts.PollInterval,
+		cancelGrace:      opts.CancelGrace,
 		defaultMultitask: opts.DefaultMultitaskStrategy,
 		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
 		wake:             make(chan struct{}, 1),
@@ -276,15 +282,11 @@ func (q *runQueue) maintain(ctx context.Context) {
 					if l := q.logs.get(r.RunID); l != nil {
 						l.finish(r.Status, nil, now.Add(q.logTTL(l)))
 					}
-					msg := ""
-					if r.Status == RunError {
-						msg = "The run was interrupted too many times (its worker stopped without finishing it)."
-					}
-					q.hooks.enqueueEnded(ctx, r.Run, cmp.Or(r.Status, RunInterrupted), msg)
 				}
 			}
 			if len(swept) > 0 {
 				q.signal()
+				q.hooks.signal() // the sweep queued the webhooks of the runs it ended
 			}
 		}
 		q.logs.prune(now)

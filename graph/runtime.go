@@ -345,6 +345,8 @@ type taskRuntime struct {
 	mu      sync.Mutex
 	idx     int
 	usedMap bool
+	// subgraphs counts the graphs invoked by this execution of the task
+	subgraphs int
 }
 
 func taskFrom(ctx context.Context) *taskRuntime {
@@ -383,6 +385,59 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	if tr == nil {
 		return nil, errors.New("graph.Interrupt called outside a graph node")
 	}
+	id := interruptID(tr.t.ns)
+	return tr.interrupt([]string{id}, func(found map[string]any) any { return found[id] }, func() ([]graphserver.Interrupt, error) {
+		nv, err := normalize(value)
+		if err != nil {
+			return nil, err
+		}
+		return []graphserver.Interrupt{{Value: nv, ID: id}}, nil
+	})
+}
+
+// InterruptWith pauses the graph inside a node with the given interrupts,
+// their values and ids kept as given: those another graph raised, which
+// the node forwards (a remote graph run as a node, whose interrupt must
+// pause the local graph and be resumed by the ids the remote gave it).
+//
+// It works as Interrupt does: the first time it returns an error matching
+// ErrInterrupt, which the node must return; when the run is resumed, the
+// node runs again and InterruptWith returns the resume value meant for
+// these interrupts: the run's plain resume value as it is, or, when the run
+// was resumed with a map {interrupt_id: value}, the entries of the map
+// naming these interrupts (as a map id -> value), ready to be sent on as
+// the other graph's Command{resume}. An interrupt without an id gets the
+// one Interrupt would give.
+func InterruptWith(ctx context.Context, interrupts []graphserver.Interrupt) (any, error) {
+	tr := taskFrom(ctx)
+	if tr == nil {
+		return nil, errors.New("graph.InterruptWith called outside a graph node")
+	}
+	intrs := make([]graphserver.Interrupt, len(interrupts))
+	ids := make([]string, len(interrupts))
+	for i, in := range interrupts {
+		if in.ID == "" {
+			in.ID = interruptID(tr.t.ns)
+		}
+		intrs[i], ids[i] = in, in.ID
+	}
+	return tr.interrupt(ids, func(found map[string]any) any { return found }, func() ([]graphserver.Interrupt, error) {
+		for i := range intrs {
+			v, err := normalize(intrs[i].Value)
+			if err != nil {
+				return nil, err
+			}
+			intrs[i].Value = v
+		}
+		return intrs, nil
+	})
+}
+
+// interrupt is Interrupt and InterruptWith: the resume value of the call
+// (saved from an earlier execution of the task, the entries of the run's
+// resume map naming ids, shaped by pick, or the run's plain resume value),
+// else the interrupts raise builds, as an error pausing the graph.
+func (tr *taskRuntime) interrupt(ids []string, pick func(map[string]any) any, raise func() ([]graphserver.Interrupt, error)) (any, error) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	i := tr.idx
@@ -390,10 +445,16 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 	if i < len(tr.t.resume) {
 		return tr.t.resume[i], nil
 	}
-	id := interruptID(tr.t.ns)
 	if !tr.usedMap && tr.r.resumeMap != nil {
-		if v, ok := tr.r.resumeMap[id]; ok {
+		found := map[string]any{}
+		for _, id := range ids {
+			if v, ok := tr.r.resumeMap[id]; ok {
+				found[id] = v
+			}
+		}
+		if len(found) > 0 {
 			tr.usedMap = true
+			v := pick(found)
 			tr.t.resume = append(tr.t.resume, v)
 			return v, nil
 		}
@@ -402,11 +463,11 @@ func Interrupt(ctx context.Context, value any) (any, error) {
 		tr.t.resume = append(tr.t.resume, v)
 		return v, nil
 	}
-	nv, err := normalize(value)
+	intrs, err := raise()
 	if err != nil {
 		return nil, err
 	}
-	return nil, &interruptError{interrupts: []graphserver.Interrupt{{Value: nv, ID: id}}}
+	return nil, &interruptError{interrupts: intrs}
 }
 
 // Config returns the run's config (with "configurable"); nil outside a run.
@@ -491,6 +552,64 @@ func StreamWriter(ctx context.Context) func(any) {
 		return func(any) {}
 	}
 	return func(v any) { tr.r.emit("custom", v) }
+}
+
+// ThreadID returns the id of the thread the run executes on ("" outside a
+// node).
+func ThreadID(ctx context.Context) string {
+	if tr := taskFrom(ctx); tr != nil {
+		return tr.r.rc.threadID
+	}
+	return ""
+}
+
+// StreamModes returns the stream modes the run emits (as
+// GraphRun.StreamModes names them: values, updates, messages-tuple,
+// messages, custom, events, debug, tasks, checkpoints) and whether it
+// streams the parts of subgraphs: what a node forwarding another graph's
+// stream (see EmitPart) asks that graph for. It returns nil, false outside
+// a node.
+func StreamModes(ctx context.Context) (modes []string, subgraphs bool) {
+	tr := taskFrom(ctx)
+	if tr == nil {
+		return nil, false
+	}
+	return slices.Clone(tr.r.rc.req.StreamModes), tr.r.rc.req.Subgraphs
+}
+
+// EmitPart emits a part another graph produced into the run's stream, as a
+// part of the running task's subgraph, as a LangGraph RemoteGraph run as a
+// node forwards its remote stream: the part's Namespace (the other graph's
+// own nesting, empty for its root) is put under the task's namespace
+// ("<node>:<task_id>", see Namespace), so its SSE event reads
+// "<event>|<node>:<task_id>[|...]". part.Event is the SSE event name
+// (values, updates, messages, messages/partial, custom, ...); part.Data must
+// be valid JSON. The part is dropped, like any subgraph part, unless the run
+// streams subgraphs and the mode producing that event ("messages" comes from
+// messages-tuple, "messages/..." from messages); invalid JSON is dropped
+// too. It is a no-op outside a node; it is safe for concurrent use.
+func EmitPart(ctx context.Context, part graphserver.StreamPart) {
+	tr := taskFrom(ctx)
+	if tr == nil || !json.Valid(part.Data) {
+		return
+	}
+	rc := tr.r.rc
+	if !rc.req.Subgraphs || !rc.modes[modeOfEvent(part.Event)] {
+		return
+	}
+	ns := append(strings.Split(tr.t.ns, "|"), part.Namespace...)
+	rc.sendRaw(ns, part.Event, slices.Clone(part.Data))
+}
+
+// modeOfEvent returns the stream mode that produces an event.
+func modeOfEvent(event string) string {
+	switch {
+	case event == "messages":
+		return "messages-tuple"
+	case strings.HasPrefix(event, "messages/"):
+		return "messages"
+	}
+	return event
 }
 
 // MessageStream streams one chat-model reply token by token: it feeds the

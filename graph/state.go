@@ -6,7 +6,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/graphserver/graphserver"
@@ -75,10 +74,28 @@ func (c *Compiled) RunState(ctx context.Context, req *graphserver.GraphRun, emit
 	return st, nil
 }
 
-// Invoke runs the graph on input without persistence (or with cp, if not
-// nil, on thread threadID) and returns its output values. It is a
-// convenience for tests and programs; a pause returns the values so far.
+// Invoke runs the graph on input and returns its output values.
+//
+// Called from a node of a running graph with a nil cfg, it runs as a
+// subgraph of that node's task, as a compiled graph invoked inside a
+// LangGraph node does: in the run's checkpointer, store, config and
+// stream (its parts carry the task's namespace, "<node>:<task_id>", and
+// are streamed with subgraphs), with checkpoints in that namespace. An
+// Interrupt inside it pauses it and returns an error matching ErrInterrupt,
+// which the node must return: the parent pauses too, and when the run is
+// resumed the node runs again, its Invoke continues the subgraph where it
+// paused (Interrupt there receiving the resume value) and returns the
+// subgraph's output. Declare the subgraph with WithSubgraph for the thread
+// state to point at it before the node has run in this process.
+//
+// Otherwise (outside a node, or with a cfg) it runs the graph on its own:
+// without persistence (or with cfg.Checkpointer on thread cfg.ThreadID). It
+// is then a convenience for tests and programs; a pause returns the values
+// so far.
 func (c *Compiled) Invoke(ctx context.Context, input any, cfg *graphserver.GraphRun) (any, error) {
+	if tr := taskFrom(ctx); tr != nil && cfg == nil {
+		return tr.invoke(ctx, c, input)
+	}
 	req := graphserver.GraphRun{}
 	if cfg != nil {
 		req = *cfg
@@ -99,11 +116,11 @@ func (c *Compiled) Invoke(ctx context.Context, input any, cfg *graphserver.Graph
 	if err := c.Run(ctx, &req, nil); err != nil {
 		return nil, err
 	}
-	st, err := c.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: req.ThreadID}, Checkpointer: req.Checkpointer})
-	if err != nil {
-		return nil, err
+	cs, err := load(ctx, req.Checkpointer, req.ThreadID, "", "")
+	if err != nil || cs == nil {
+		return map[string]any{}, err
 	}
-	return st.Values, nil
+	return c.output(c.view(cs)), nil
 }
 
 // graphFor returns the (sub)graph that owns namespace ns.
@@ -112,13 +129,12 @@ func (c *Compiled) graphFor(ns string) (*Compiled, error) {
 	if ns == "" {
 		return g, nil
 	}
-	for _, part := range strings.Split(ns, "|") {
-		name, _, _ := strings.Cut(part, ":")
+	for _, name := range recastNS(ns) {
 		n := g.nodes[name]
-		if n == nil || n.subgraph == nil {
+		if n == nil || n.sub() == nil {
 			return nil, graphserver.Errorf(graphserver.ENOTFOUND, "subgraph %q not found", ns)
 		}
-		g = n.subgraph
+		g = n.sub()
 	}
 	return g, nil
 }
@@ -208,7 +224,7 @@ func (g *Compiled) snapshot(threadID string, c *ckpt, mode snapMode, expand func
 		if !t.done || mode != snapHead {
 			st.Next = append(st.Next, t.name)
 		}
-		if n := g.nodes[t.name]; n != nil && n.subgraph != nil {
+		if n := g.nodes[t.name]; n != nil && n.sub() != nil {
 			if expand != nil {
 				gt.State = expand(t)
 			}
@@ -261,7 +277,7 @@ func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, thr
 	var expand func(t *task) *graphserver.ThreadState
 	if subgraphs {
 		expand = func(t *task) *graphserver.ThreadState {
-			sub := g.nodes[t.name].subgraph
+			sub := g.nodes[t.name].sub()
 			child, err := load(ctx, cp, threadID, t.ns, "")
 			if err != nil || child == nil {
 				return nil

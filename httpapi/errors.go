@@ -7,30 +7,14 @@ import (
 	"net/http"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/errmap"
 )
 
-// codes maps each graphserver error code to its HTTP status; it is the only
-// such table (the client package reads it backwards).
-var codes = map[string]int{
-	graphserver.EINVALID:      http.StatusUnprocessableEntity,
-	graphserver.EBADREQUEST:   http.StatusBadRequest,
-	graphserver.ENOTFOUND:     http.StatusNotFound,
-	graphserver.ECONFLICT:     http.StatusConflict,
-	graphserver.EBUSY:         http.StatusConflict,
-	graphserver.EUNAUTHORIZED: http.StatusUnauthorized,
-	graphserver.EFORBIDDEN:    http.StatusForbidden,
-	graphserver.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	graphserver.EINTERNAL:     http.StatusInternalServerError,
-	graphserver.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-}
-
 // ErrorStatusCode returns the HTTP status for an error code; unknown codes
-// are 500.
+// are 500. The table lives in internal/errmap, which the client package reads
+// backwards.
 func ErrorStatusCode(code string) int {
-	if s, ok := codes[code]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
+	return errmap.Status(code)
 }
 
 // errorBody is the JSON body of every error response.

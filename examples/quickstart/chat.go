@@ -17,7 +17,8 @@ const failCommand = "/fail"
 // messages, and its one node answers the last human message, streaming the
 // reply word by word (stream_mode "messages-tuple" shows the tokens) with
 // tokenDelay between words, as a chat model would. A real program would call
-// a chat model here. The message "/fail" makes the node fail.
+// a chat model here, with the node's context, so that cancelling the run
+// stops it. The message "/fail" makes the node fail.
 func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 	g := graph.New(graph.Channels{"messages": graph.AddMessages()})
 	g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
@@ -30,6 +31,11 @@ func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 		}
 		reply := graph.StreamMessage(ctx, "")
 		for i, word := range strings.Fields("You said: " + last) {
+			// A cancelled run stops the node between tokens, as a model
+			// call would stop when its request context ends.
+			if err := context.Cause(ctx); err != nil {
+				return nil, err
+			}
 			if i > 0 {
 				word = " " + word
 				if err := sleep(ctx, tokenDelay); err != nil {

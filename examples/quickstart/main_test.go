@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -118,4 +120,35 @@ func TestQuickstartWebhooks(t *testing.T) {
 	var detail map[string]any
 	require.Equal(t, http.StatusUnprocessableEntity, do(t, "POST", runs, `{"assistant_id":"chat","webhook":"http://127.0.0.1:9/hook"}`, &detail))
 	require.Contains(t, detail["detail"], "webhook")
+}
+
+// TestQuickstartCancelStopsReply: cancelling a run while the chat node
+// streams a very long reply stops the node between tokens: the run is
+// interrupted and the thread keeps no partial reply.
+func TestQuickstartCancelStopsReply(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"))
+	var th map[string]any
+	require.Equal(t, http.StatusOK, do(t, "POST", q.URL+"/threads", `{}`, &th))
+	tid := th["thread_id"].(string)
+	long := strings.Repeat("w ", 1_000_000) // a million tokens: the node streams for seconds at least
+	var run map[string]any
+	require.Equal(t, http.StatusOK, do(t, "POST", q.URL+"/threads/"+tid+"/runs",
+		`{"assistant_id":"chat","input":{"messages":[{"role":"human","content":"`+long+`"}]},"stream_mode":["messages-tuple"]}`, &run))
+	runURL := q.URL + "/threads/" + tid + "/runs/" + run["run_id"].(string)
+	require.Eventually(t, func() bool {
+		var r map[string]any
+		do(t, "GET", runURL, "", &r)
+		return r["status"] == "running"
+	}, 30*time.Second, 5*time.Millisecond)
+
+	require.Equal(t, http.StatusAccepted, do(t, "POST", runURL+"/cancel", "", nil))
+	require.Equal(t, http.StatusOK, do(t, "GET", runURL+"/join", "", nil))
+	var r map[string]any
+	require.Equal(t, http.StatusOK, do(t, "GET", runURL, "", &r))
+	require.Equal(t, "interrupted", r["status"])
+	var after map[string]any
+	require.Equal(t, http.StatusOK, do(t, "GET", q.URL+"/threads/"+tid, "", &after))
+	require.NotContains(t, fmt.Sprint(after["values"]), "You said", "no partial reply is kept")
+	require.NotEqual(t, "busy", after["status"])
 }

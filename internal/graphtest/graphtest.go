@@ -355,3 +355,44 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// Stubborn ignores its context: it saves its input (state Next ["work"]),
+// reports the run id on Started, then blocks until Release whatever its
+// context does, and saves {"late": true} as the final state. Returned
+// receives the error of that late save (nil if it was committed). Create it
+// with NewStubborn.
+type Stubborn struct {
+	base
+	Started  chan string
+	Returned chan error
+
+	release chan struct{}
+	once    sync.Once
+}
+
+var _ graphserver.Graph = (*Stubborn)(nil)
+
+// NewStubborn returns a Stubborn graph whose channels buffer 64 values.
+func NewStubborn() *Stubborn {
+	return &Stubborn{Started: make(chan string, 64), Returned: make(chan error, 64), release: make(chan struct{})}
+}
+
+// Release lets every blocked and future run go on.
+func (b *Stubborn) Release() { b.once.Do(func() { close(b.release) }) }
+
+// Run blocks as documented on Stubborn.
+func (b *Stubborn) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	in := input(ctx, req)
+	if err := save(ctx, req, in, []string{"work"}, nil); err != nil {
+		return err
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: in})
+	b.Started <- req.RunID
+	<-b.release
+	wctx := context.WithoutCancel(ctx)
+	late := mustJSON(map[string]any{"late": true})
+	err := save(wctx, req, late, nil, nil)
+	b.Returned <- err
+	emit(graphserver.StreamPart{Event: "values", Data: late})
+	return err
+}

@@ -1,0 +1,85 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/client"
+	"github.com/graphserver/graphserver/graph"
+	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/sqlite"
+)
+
+// serve starts an in-process graphserver hosting graphs and returns its URL
+// and a function stopping it.
+func serve(graphs map[string]graphserver.Graph) (string, func()) {
+	dir, _ := os.MkdirTemp("", "client-example-")
+	db, err := sqlite.Open(filepath.Join(dir, "gs.db"))
+	if err != nil {
+		panic(err)
+	}
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Graphs: graphs, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	hs := httptest.NewServer(httpapi.New(srv, httpapi.Options{}))
+	return hs.URL, func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+		_ = db.Close()
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// A client creates a thread, streams a run on it and reads the thread's
+// state back, with the root package's types.
+func Example() {
+	greet := graph.New(graph.Channels{"name": graph.LastValue(), "greeting": graph.LastValue()})
+	greet.AddNode("greet", func(ctx context.Context, s graph.State) (any, error) {
+		return graph.Update{"greeting": "hello " + s.String("name")}, nil
+	})
+	greet.AddEdge(graph.Start, "greet")
+	g, _ := greet.Compile(graph.CompileOptions{})
+	url, stop := serve(map[string]graphserver.Graph{"greet": g})
+	defer stop()
+
+	ctx := context.Background()
+	c, err := client.New(client.Options{URL: url})
+	if err != nil {
+		panic(err)
+	}
+	th, err := c.Threads.Create(ctx, graphserver.ThreadCreate{Metadata: graphserver.Metadata{"user": "ann"}})
+	if err != nil {
+		panic(err)
+	}
+	run := graphserver.RunCreate{AssistantID: "greet", Input: json.RawMessage(`{"name": "ann"}`), StreamMode: []string{"updates"}}
+	for ev, err := range c.Runs.Stream(ctx, th.ThreadID, run, client.StreamOptions{}) {
+		if err != nil {
+			panic(err)
+		}
+		if ev.Event == "updates" {
+			fmt.Println(ev.Event, string(ev.Data))
+		}
+	}
+	st, err := c.Threads.GetState(ctx, th.ThreadID, graphserver.ThreadStateQuery{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(st.Values)
+
+	_, err = c.Threads.Get(ctx, "00000000-0000-4000-8000-000000000000")
+	fmt.Println(graphserver.ErrorCode(err) == graphserver.ENOTFOUND, err)
+	// Output:
+	// updates {"greet":{"greeting":"hello ann"}}
+	// map[greeting:hello ann name:ann]
+	// true HTTP 404: Thread with ID 00000000-0000-4000-8000-000000000000 not found
+}
