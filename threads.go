@@ -34,6 +34,9 @@ type Thread struct {
 	Interrupts     map[string][]Interrupt `json:"interrupts"`
 	Error          json.RawMessage        `json:"error"` // {"error","message"} when Status is error
 	TTL            *ThreadTTLInfo         `json:"ttl,omitempty"`
+	// Extracted holds the values a search's Extract paths found (alias ->
+	// value, null when missing); only on SearchThreads results.
+	Extracted map[string]any `json:"extracted,omitempty"`
 }
 
 // MarshalJSON writes a nil Interrupts map as {} as the wire contract requires.
@@ -197,6 +200,12 @@ type ThreadSearch struct {
 	SortBy    string          `json:"sort_by,omitempty"`
 	SortOrder string          `json:"sort_order,omitempty"`
 	Select    []string        `json:"select,omitempty"`
+	// Extract maps aliases to paths evaluated on each thread found, such as
+	// values.messages[-1].content (dotted keys, [index] for list items,
+	// negative from the end), starting with values, metadata, config,
+	// context or interrupts; at most ThreadExtractMax. The results are in
+	// each thread's Extracted. Search only.
+	Extract map[string]string `json:"extract,omitempty"`
 
 	Filter Filter `json:"-"` // as AssistantSearch.Filter
 }
@@ -404,12 +413,20 @@ func checkThreadSearch(q *ThreadSearch) error {
 // q.SortBy (default created_at) and q.SortOrder (default desc). Limit 0
 // means DefaultLimit.
 //
+// With q.Extract, each thread carries the values its paths find in
+// Extracted (kept by a select, too).
+//
 // It returns EINVALID when an id is not a UUID, status is unknown, values is
-// not an object, limit is outside 1..MaxLimit, offset is negative, or
-// sort_by, sort_order or a select field is not one the API offers
-// (ThreadSortColumns, ThreadSelectColumns). It blocks on storage.
+// not an object, limit is outside 1..MaxLimit, offset is negative, sort_by,
+// sort_order or a select field is not one the API offers
+// (ThreadSortColumns, ThreadSelectColumns), or extract has more than
+// ThreadExtractMax paths or a malformed one. It blocks on storage.
 func (s *Server) SearchThreads(ctx context.Context, q ThreadSearch) (*Page[*Thread], error) {
 	if err := checkThreadSearch(&q); err != nil {
+		return nil, err
+	}
+	extract, err := checkExtract(q.Extract)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
@@ -432,8 +449,17 @@ func (s *Server) SearchThreads(ctx context.Context, q ThreadSearch) (*Page[*Thre
 	}
 	for i, t := range rows {
 		rows[i] = withoutTTL(t, nil)
+		if extract != nil {
+			c := *rows[i]
+			c.Extracted = extractThread(&c, extract)
+			rows[i] = &c
+		}
 	}
-	return newPage(rows, q.Limit, q.Offset, q.Select), nil
+	sel := q.Select
+	if extract != nil && len(sel) > 0 {
+		sel = append(slices.Clone(sel), "extracted")
+	}
+	return newPage(rows, q.Limit, q.Offset, sel), nil
 }
 
 // CountThreads counts the threads matching q's ids, metadata, values and

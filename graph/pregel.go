@@ -37,6 +37,7 @@ type task struct {
 	interrupts []graphserver.Interrupt
 	resume     []any
 	runErr     error
+	bubble     bool // it sent a Command on to a parent graph
 }
 
 type write struct {
@@ -326,7 +327,7 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 	// that the next run does not run them again. Under durability exit the
 	// failures are saved too, as the other modes saved them when they came.
 	for _, t := range tasks {
-		if t.ran && !t.done && !t.saved && (t.errRec == nil || r.rc.durability == "exit") {
+		if t.ran && !t.done && !t.saved && !t.bubble && (t.errRec == nil || r.rc.durability == "exit") {
 			if perr := r.putWrites(wctx, cs, t); perr != nil {
 				return errors.Join(err, perr)
 			}
@@ -557,9 +558,21 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 		tasks = append(tasks, mk(Start, []any{"__pregel_pull", Start}, "__pregel_pull/"+Start, []string{Start}))
 	}
 	for _, n := range g.order {
+		var triggers []string
 		tr := "branch:to:" + n
 		if v, ok := cs.triggers[tr]; ok && vcmp(v, cs.seen[n][tr]) > 0 {
-			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, []string{tr}))
+			triggers = append(triggers, tr)
+		}
+		for _, j := range g.joinsTo[n] {
+			// a join triggers once all it waits for are done (LangGraph's
+			// NamedBarrierValue is available only then)
+			if v, ok := cs.triggers[j.ch]; ok && len(cs.joins[j.ch]) == len(j.from) && vcmp(v, cs.seen[n][j.ch]) > 0 {
+				triggers = append(triggers, j.ch)
+			}
+		}
+		if len(triggers) > 0 {
+			slices.Sort(triggers)
+			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, triggers))
 		}
 	}
 	slices.SortStableFunc(tasks, func(a, b *task) int { return cmp.Compare(a.pathKey, b.pathKey) })
@@ -653,6 +666,21 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 	var chOrder []string
 	written := map[string]bool{}
 	nv := nextVersion(maxVersion(cs))
+	// the joins the tasks were triggered by are consumed before the step's
+	// writes apply: each waits anew (LangGraph's apply_writes consumes the
+	// channels read, then updates)
+	for _, t := range tasks {
+		if t.push || t.name == Input {
+			continue
+		}
+		for _, tr := range t.triggers {
+			if _, ok := next.joins[tr]; ok {
+				delete(next.joins, tr)
+				next.triggers[tr] = nv
+				written[tr] = true
+			}
+		}
+	}
 	for _, t := range tasks {
 		if t.name == Start && !t.push {
 			next.start, next.hasStart = nil, false
@@ -675,6 +703,19 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 					next.triggers[w.ch] = nv
 					written[w.ch] = true
 				}
+			case strings.HasPrefix(w.ch, "join:"):
+				name, _ := w.v.(string)
+				done := next.joins[w.ch]
+				if !slices.Contains(done, name) {
+					done = append(slices.Clone(done), name)
+					slices.Sort(done)
+					if next.joins == nil {
+						next.joins = map[string][]string{}
+					}
+					next.joins[w.ch] = done
+					next.triggers[w.ch] = nv
+					written[w.ch] = true
+				}
 			default:
 				if _, ok := g.channels[w.ch]; !ok {
 					continue
@@ -689,7 +730,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 	if clear {
 		// trigger channels last one step (LangGraph's ephemeral branch:to:*)
 		for ch := range next.triggers {
-			if !written[ch] {
+			if !written[ch] && !strings.HasPrefix(ch, "join:") {
 				delete(next.triggers, ch)
 				if ch == Start {
 					next.start, next.hasStart = nil, false
@@ -823,7 +864,7 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 		}
 		wg.Go(func() {
 			r.execTask(ctx, cs, state, t, step)
-			if alone && t.errRec == nil && t.interrupts == nil {
+			if t.bubble || (alone && t.errRec == nil && t.interrupts == nil) {
 				return
 			}
 			if err := r.putWrites(ctx, cs, t); err != nil {
@@ -896,6 +937,15 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	if err == nil {
 		err = r.writesFor(ctx, cs, t, state, out)
 	}
+	var pc *parentCommand
+	if errors.As(err, &pc) && pc.from == t.ns {
+		// a node of this task's subgraph sent its Command to this graph:
+		// the task ends as if it had returned it (LangGraph's run_with_retry
+		// runs the task's writers on a ParentCommand meant for its graph)
+		cmd := pc.cmd
+		out = &cmd
+		err = r.writesFor(ctx, cs, t, state, out)
+	}
 	var ie *interruptError
 	switch {
 	case errors.As(err, &ie):
@@ -904,6 +954,12 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 			t.interrupts = []graphserver.Interrupt{}
 		}
 		t.writes = nil
+	case errors.As(err, &pc):
+		// the Command goes on up to the graph above this one: this task
+		// neither finished nor failed (a GraphBubbleUp in LangGraph)
+		t.runErr, t.bubble, t.writes = err, true, nil
+		t.ran = true
+		return
 	case err != nil:
 		t.runErr = err
 		t.errRec = map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
@@ -912,6 +968,19 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	t.ran = true
 	r.rc.taskEnd(r, t, step, out)
 }
+
+// parentCommand carries a Command a node returned for its parent graph
+// (Command.Graph == Parent) up to the task of the parent graph that runs
+// the node's graph (LangGraph's ParentCommand exception).
+type parentCommand struct {
+	cmd  Command // Graph cleared
+	from string  // namespace of the graph the node belongs to
+}
+
+func (e *parentCommand) Error() string {
+	return "a Command for the parent graph reached no parent graph"
+}
+func (e *parentCommand) ErrorName() string { return "ParentCommand" }
 
 func (r *runner) call(ctx context.Context, tr *taskRuntime, in State) (out any, err error) {
 	t := tr.t
@@ -954,6 +1023,17 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 			cmd = &o
 		}
 		upd := out
+		if cmd != nil && cmd.Graph != "" {
+			switch {
+			case cmd.Graph != Parent:
+				return &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Command.Graph %q is not graph.Parent", cmd.Graph)}
+			case r.ns == "":
+				return &NodeError{Name: "InvalidUpdateError", Message: "There is no parent graph"}
+			}
+			up := *cmd
+			up.Graph = ""
+			return &parentCommand{cmd: up, from: ownNS(r.ns)}
+		}
 		if cmd != nil {
 			upd = cmd.Update
 			if cmd.Goto != nil {
@@ -976,6 +1056,9 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 		if to != End {
 			ws = append(ws, write{"branch:to:" + to, nil})
 		}
+	}
+	for _, j := range g.joinsFrom[t.name] {
+		ws = append(ws, write{j.ch, t.name})
 	}
 	if bs := g.branches[t.name]; len(bs) > 0 {
 		fresh := state

@@ -155,3 +155,34 @@ async def test_busy_thread_refuses_update(client):
     with pytest.raises(ConflictError):
         await client.threads.update_state(t["thread_id"], {"messages": [human("x")]}, as_node="long_running")
     await client.runs.cancel(t["thread_id"], run["run_id"], wait=True)
+
+
+async def test_search_ids_and_extract(client):
+    """threads.search ids and extract (issue 20 item 2): one path per alias,
+    dotted keys and [index] (negative from the end), evaluated per thread."""
+    tag = str(uuid.uuid4())
+    a = await client.threads.create(metadata={"tag": tag, "owner": {"name": "ann"}})
+    b = await client.threads.create(metadata={"tag": tag})
+    await client.threads.create(metadata={"tag": tag})
+    await client.runs.wait(a["thread_id"], "agent", input={"messages": [human("foo")]})
+    found = await client.threads.search(
+        ids=[a["thread_id"], b["thread_id"]], sort_by="created_at", sort_order="asc",
+        extract={"last": "values.messages[-1].content", "first": "values.messages[0].content",
+                 "owner": "metadata.owner.name", "gone": "values.messages[99]"},
+    )
+    for t in found:
+        check(t, Thread)
+    assert [t["thread_id"] for t in found] == [a["thread_id"], b["thread_id"]]
+    assert found[0]["extracted"] == {"last": "end", "first": "foo", "owner": "ann", "gone": None}
+    assert found[1]["extracted"] == {"last": None, "first": None, "owner": None, "gone": None}
+    sel = await client.threads.search(ids=[a["thread_id"]], select=["thread_id"], extract={"n": "values.messages[1].content"})
+    assert sel == [{"thread_id": a["thread_id"], "extracted": {"n": "begin"}}]
+    assert "extracted" not in (await client.threads.search(ids=[a["thread_id"]]))[0]
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.search(extract={f"k{i}": "values.x" for i in range(11)})
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.search(extract={"bad": "values.messages[oops]"})
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.search(extract={"bad": "status"})
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.search(ids=["not-a-uuid"])

@@ -134,3 +134,12 @@ test("patchState merges metadata into the latest checkpoint", async () => {
   const fresh = await client.threads.create();
   await assert.rejects(client.threads.patchState(fresh.thread_id, { a: 1 }), (e) => e.status === 404);
 });
+
+test("threads.search ids and extract: one path per alias, evaluated per thread", async () => {
+  const tag = crypto.randomUUID();
+  const a = await client.threads.create({ metadata: { tag } });
+  await client.runs.wait(a.thread_id, "agent", { input: { messages: [human("foo")] } });
+  const found = await client.threads.search({ ids: [a.thread_id], extract: { last: "values.messages[-1].content", tag: "metadata.tag" } });
+  assert.deepEqual(found.map((t) => t.extracted), [{ last: "end", tag }]);
+  await assert.rejects(client.threads.search({ extract: { bad: "values.messages[x]" } }), (e) => e.status === 422);
+});
