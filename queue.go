@@ -1,7 +1,6 @@
 package graphserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -283,15 +282,11 @@ func (q *runQueue) maintain(ctx context.Context) {
 					if l := q.logs.get(r.RunID); l != nil {
 						l.finish(r.Status, nil, now.Add(q.logTTL(l)))
 					}
-					msg := ""
-					if r.Status == RunError {
-						msg = "The run was interrupted too many times (its worker stopped without finishing it)."
-					}
-					q.hooks.enqueueEnded(ctx, r.Run, cmp.Or(r.Status, RunInterrupted), msg)
 				}
 			}
 			if len(swept) > 0 {
 				q.signal()
+				q.hooks.signal() // the sweep queued the webhooks of the runs it ended
 			}
 		}
 		q.logs.prune(now)
