@@ -127,7 +127,8 @@ which httpapi's request lines share (with method, route, path, status,
 duration and request_id). AddObserver registers an Observer that receives
 the same changes as values (RunEvent, WebhookEvent, and the storage's
 StorageWriteEvent); Stats reads the queue depth, the runs executing and the
-stream subscribers.
+stream subscribers. httpapi.Options.Metrics builds Prometheus metrics on
+both and serves them at GET /metrics.
 
 # Compatibility
 

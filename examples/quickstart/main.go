@@ -6,9 +6,9 @@
 //	go run ./examples/quickstart -addr 127.0.0.1:0    # any free port
 //	go run ./examples/quickstart -h                   # every flag
 //
-// It prints "listening on http://HOST:PORT" once the port is bound, logs one
-// line per request and per run state change to stderr (-log-level,
-// -log-format), and shuts down gracefully on SIGINT or SIGTERM: it stops
+// It prints "listening on http://HOST:PORT" once the port is bound, serves
+// Prometheus metrics at /metrics, logs one line per request and per run
+// state change to stderr (-log-level, -log-format), and shuts down gracefully on SIGINT or SIGTERM: it stops
 // accepting, lets requests and runs in flight finish until -shutdown-timeout,
 // hands the runs still running back to the queue (the next start resumes
 // them), then closes the database.
@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	hs := &http.Server{
-		Handler:           httpapi.New(srv, httpapi.Options{}),
+		Handler:           httpapi.New(srv, httpapi.Options{Metrics: true}), // GET /metrics for Prometheus
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	serveErr := make(chan error, 1)

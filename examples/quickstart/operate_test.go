@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -233,4 +234,19 @@ func TestShutdownHandsRunsBack(t *testing.T) {
 		do(t, "GET", q.URL+"/threads/"+tid+"/runs/"+rid, "", &r)
 		return r["status"] == "success"
 	}, 10*time.Second, 10*time.Millisecond, "run: %v", r)
+}
+
+func TestQuickstartMetrics(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"))
+	var out map[string]any
+	require.Equal(t, 200, do(t, "POST", q.URL+"/runs/wait", `{"assistant_id":"chat","input":{"messages":["hi"]}}`, &out))
+	resp, err := http.Get(q.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `graphserver_http_requests_total{code="200",method="POST",route="/runs/wait"} 1`)
+	require.Contains(t, string(b), `graphserver_runs_ended_total{status="success"} 1`)
 }
