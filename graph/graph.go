@@ -160,6 +160,7 @@ type node struct {
 	// found is the graph the node's function was seen invoking (Invoke
 	// from the node) when none is declared.
 	found atomic.Pointer[Compiled]
+	retry []RetryPolicy
 }
 
 // sub returns the subgraph of the node (declared or found), nil if none.
@@ -199,6 +200,7 @@ type branch struct {
 // Compile; they return the builder for chaining.
 type StateGraph struct {
 	channels   Channels
+	managed    Channels // managed values: computed per task, never stored
 	nodes      map[string]*node
 	order      []string
 	edges      map[string][]string
@@ -221,12 +223,16 @@ type join struct {
 
 // New returns a builder for a graph whose state has the given channels.
 func New(channels Channels) *StateGraph {
-	g := &StateGraph{channels: Channels{}, nodes: map[string]*node{}, edges: map[string][]string{}, branches: map[string][]branch{}, schemas: map[string]json.RawMessage{}}
+	g := &StateGraph{channels: Channels{}, managed: Channels{}, nodes: map[string]*node{}, edges: map[string][]string{}, branches: map[string][]branch{}, schemas: map[string]json.RawMessage{}}
 	for k, c := range channels {
-		if c == nil {
-			c = LastValue()
+		switch {
+		case c == nil:
+			g.channels[k] = LastValue()
+		case c.kind == kindManaged:
+			g.managed[k] = c
+		default:
+			g.channels[k] = c
 		}
-		g.channels[k] = c
 	}
 	return g
 }
@@ -360,6 +366,7 @@ type CompileOptions struct {
 type Compiled struct {
 	name       string
 	channels   Channels
+	managed    Channels
 	chanNames  []string
 	nodes      map[string]*node
 	order      []string // node names, sorted
@@ -427,7 +434,7 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 		}
 	}
 	c := &Compiled{
-		name: opts.Name, channels: g.channels, nodes: g.nodes, edges: g.edges, branches: g.branches,
+		name: opts.Name, channels: g.channels, managed: g.managed, nodes: g.nodes, edges: g.edges, branches: g.branches,
 		inputKeys: g.inputKeys, outputKeys: g.outputKeys, schemas: g.schemas, root: g.root,
 		before: opts.InterruptBefore, after: opts.InterruptAfter,
 	}

@@ -66,6 +66,7 @@ type runner struct {
 	ns      string
 	nsParts []string
 	parents map[string]string
+	stop    int // the step past which the run fails (recursion limit)
 	track   tracker
 	saved   string // id of the last persisted checkpoint
 	save    *saveOp
@@ -176,6 +177,11 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		}
 	}
 	fresh := cs == nil
+	// Run from a checkpoint named by id (a replay or a fork), the first
+	// step reruns its tasks rather than reusing the writes saved for them:
+	// those are reused only when resuming the latest state (LangGraph's
+	// skip_done_tasks is off while config has a checkpoint_id).
+	replay := !fresh && fromID != "" && cs.id == fromID
 	if !fresh && r.ns == "" && r.rc.req.RunID != "" && cs.runID == r.rc.req.RunID {
 		// This run wrote cs: it is a retry (a run released on close or
 		// recovered after a crash, claimed again with the same input), so
@@ -193,6 +199,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 	enterStep := cs.step + 1
 	limit := r.rc.recursionLimit
 	stop := enterStep + limit + 1
+	r.stop = stop
 	resuming := false
 	switch {
 	case cmd != nil:
@@ -232,7 +239,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
 		}
 		tasks := r.g.prepare(cs, r.ns)
-		attachWrites(tasks, cs.pending)
+		if replay {
+			attachWrites(tasks, resumeWrites(cs.pending))
+			replay = false
+		} else {
+			attachWrites(tasks, cs.pending)
+		}
 		// As LangGraph's tick: the current checkpoint (the input one, the
 		// one resumed from, or the last step's, after its values event) is
 		// emitted once its next tasks are known.
@@ -442,6 +454,20 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 	if len(writes) == 0 && r.resumeMap == nil {
 		return graphserver.Errorf(graphserver.EINVALID, "Received empty Command input")
 	}
+	// An update the channels reject (two values for a LastValue channel, a
+	// message removed that does not exist) fails the run before anything
+	// is saved, as LangGraph's _first raises applying the null writes.
+	var update []write
+	for _, w := range writes {
+		if w.ch != chResume {
+			update = append(update, w)
+		}
+	}
+	if len(update) > 0 {
+		if _, _, err := r.g.apply(cs, []*task{{name: Input, writes: update}}, cs.step, nil, false); err != nil {
+			return err
+		}
+	}
 	if fresh {
 		// nothing to resume: apply update and goto as a new superstep base
 		for _, w := range writes {
@@ -577,6 +603,19 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 	}
 	slices.SortStableFunc(tasks, func(a, b *task) int { return cmp.Compare(a.pathKey, b.pathKey) })
 	return tasks
+}
+
+// resumeWrites keeps of pending the resume values saved for tasks (a
+// replayed task interrupting again gets them, as LangGraph's scratchpad
+// does), leaving out their writes, errors and interrupts.
+func resumeWrites(pending []graphserver.PendingWrite) []graphserver.PendingWrite {
+	var out []graphserver.PendingWrite
+	for _, w := range pending {
+		if w.Channel == chResume && w.TaskID != nullTaskID {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // attachWrites gives tasks the pending writes saved for them.
@@ -845,6 +884,9 @@ func jsonEqual(a, b any) bool {
 // writes. It returns an error only for infrastructure failures.
 func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int) error {
 	state := r.g.view(cs)
+	for k, c := range r.g.managed {
+		state[k] = c.managed(step, r.stop)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var perr error
@@ -921,8 +963,6 @@ func mustJSON(v any) json.RawMessage {
 
 // execTask runs one task and fills its writes, interrupts or error.
 func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, step int) {
-	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
-	ctx = context.WithValue(ctx, taskKey{}, tr)
 	var in State
 	if t.push {
 		if m, ok := t.arg.(map[string]any); ok {
@@ -933,20 +973,30 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	} else {
 		in = state
 	}
-	out, err := r.call(ctx, tr, in)
-	if err == nil {
-		err = r.writesFor(ctx, cs, t, state, out)
-	}
+	var out any
+	var err error
 	var pc *parentCommand
-	if errors.As(err, &pc) && pc.from == t.ns {
-		// a node of this task's subgraph sent its Command to this graph:
-		// the task ends as if it had returned it (LangGraph's run_with_retry
-		// runs the task's writers on a ParentCommand meant for its graph)
-		cmd := pc.cmd
-		out = &cmd
-		err = r.writesFor(ctx, cs, t, state, out)
-	}
 	var ie *interruptError
+	for attempt := 1; ; attempt++ {
+		out, err = r.attempt(ctx, cs, state, in, t, step)
+		if err == nil || errors.As(err, &ie) || errors.As(err, &pc) || context.Cause(ctx) != nil {
+			break
+		}
+		nd := r.g.nodes[t.name]
+		if nd == nil {
+			break
+		}
+		policy, wait := nd.retryFor(err, attempt)
+		if policy == nil {
+			break
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
 	switch {
 	case errors.As(err, &ie):
 		t.interrupts = ie.interrupts
@@ -967,6 +1017,28 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	}
 	t.ran = true
 	r.rc.taskEnd(r, t, step, out)
+}
+
+// attempt runs a task once (LangGraph's run_with_retry runs it again on a
+// retried failure, its writes cleared): the node, then its writes.
+func (r *runner) attempt(ctx context.Context, cs *ckpt, state, in State, t *task, step int) (any, error) {
+	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
+	ctx = context.WithValue(ctx, taskKey{}, tr)
+	t.writes, t.update = nil, nil
+	out, err := r.call(ctx, tr, in)
+	if err == nil {
+		err = r.writesFor(ctx, cs, t, state, out)
+	}
+	var pc *parentCommand
+	if errors.As(err, &pc) && pc.from == t.ns {
+		// a node of this task's subgraph sent its Command to this graph:
+		// the task ends as if it had returned it (LangGraph's run_with_retry
+		// runs the task's writers on a ParentCommand meant for its graph)
+		cmd := pc.cmd
+		out = &cmd
+		err = r.writesFor(ctx, cs, t, state, out)
+	}
+	return out, err
 }
 
 // parentCommand carries a Command a node returned for its parent graph
@@ -1239,6 +1311,10 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 // does in place: the node's update (and its stream events) then carry the
 // id the message gets in the state. v is a freshly normalized value.
 func withMessageIDs(v any) any {
+	if inner, ok := overwriteValue(v); ok {
+		withMessageIDs(inner)
+		return v
+	}
 	set := func(e any) {
 		if m, ok := e.(map[string]any); ok && m["type"] != RemoveMessage {
 			if id, _ := m["id"].(string); id == "" {
