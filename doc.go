@@ -113,10 +113,10 @@ New validates its Options and does no I/O: CRUD methods work at once. Start
 checks the storage, creates the system assistants and starts the background
 work (run workers, sweeps, the cron scheduler). Close stops taking work, waits for what is in
 flight until its context ends, then cancels the rest; it does not close the
-Storage, which its opener closes afterwards. Shut down in this order: the
-HTTP server (http.Server.Shutdown), then Server.Close, then the storage. A
-run cancelled by Close is handed back to the queue, not failed: the next
-Start resumes it.
+Storage, which its opener closes afterwards. Shut down with one deadline:
+http.Server.Shutdown (in a goroutine) and Server.Close together, then the
+storage. A run cancelled by Close is handed back to the queue, not failed:
+the next Start resumes it.
 
 # Observing
 

@@ -143,16 +143,17 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 			}
 		}
 		status, attempt := graphserver.RunPending, 0
-		var owner, lease sql.NullString
+		var owner, lease, holder sql.NullString
 		if opts.Owner != "" && free && !r.CreatedAt.After(r.UpdatedAt) {
 			status, attempt, res.Claimed = graphserver.RunRunning, 1, true
 			owner = sql.NullString{String: opts.Owner, Valid: true}
 			lease = sql.NullString{String: formatTime(opts.LeaseUntil), Valid: true}
+			holder = db.holderID()
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt, lease_owner, lease_expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt, lease_owner, lease_expires_at, lease_holder)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.RunID, r.ThreadID, r.AssistantID, formatTime(r.CreatedAt), now, status, metadata,
-			r.MultitaskStrategy, kwargs, attempt, owner, lease); err != nil {
+			r.MultitaskStrategy, kwargs, attempt, owner, lease, holder); err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'busy', metadata = json_patch(metadata, ?),
@@ -465,7 +466,7 @@ func uniq(ss []string) map[string]bool {
 
 // claimQuery takes the oldest eligible pending run in one statement.
 const claimQuery = `UPDATE runs SET status = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
-	updated_at = ?, cancel_action = NULL
+	lease_holder = ?, updated_at = ?, cancel_action = NULL
 WHERE run_id = (
 	SELECT p.run_id FROM runs AS p
 	WHERE p.status = 'pending' AND p.created_at <= ?
@@ -483,7 +484,7 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 	ts := formatTime(now)
 	found := false
 	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), ts, ts).StructScan(&row)
+		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), db.holderID(), ts, ts).StructScan(&row)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -518,7 +519,7 @@ func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil
 // ReleaseRun implements graphserver.RunStorage.
 func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error {
 	res, err := db.writer.ExecContext(ctx, `UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-		updated_at = ? WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, formatTime(now), runID, owner)
+		lease_holder = NULL, updated_at = ? WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, formatTime(now), runID, owner)
 	if err != nil {
 		return translate(fmt.Errorf("release run %s: %w", runID, err))
 	}
@@ -563,7 +564,7 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 				return err
 			}
 		} else if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
-			lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
+			lease_expires_at = NULL, lease_holder = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
 			return fmt.Errorf("finish run %s: %w", f.RunID, err)
 		}
 		switch {
@@ -686,7 +687,7 @@ func sweepRuns(ctx context.Context, tx *sqlx.Tx, rows []expiredRun, now time.Tim
 		case r.Cancel.String == graphserver.CancelInterrupt:
 			sw.Status = graphserver.RunInterrupted
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ?, lease_owner = NULL,
-				lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+				lease_expires_at = NULL, lease_holder = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
 				return nil, fmt.Errorf("sweep run %s: %w", r.RunID, err)
 			}
 			if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
@@ -695,7 +696,7 @@ func sweepRuns(ctx context.Context, tx *sqlx.Tx, rows []expiredRun, now time.Tim
 		case r.Attempt >= maxAttempts:
 			sw.Status = graphserver.RunError
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', updated_at = ?, lease_owner = NULL,
-				lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+				lease_expires_at = NULL, lease_holder = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
 				return nil, fmt.Errorf("sweep run %s: %w", r.RunID, err)
 			}
 			if err := writeSummary(ctx, tx, r.ThreadID, graphserver.ThreadError, true, sql.NullString{}, "",
@@ -705,7 +706,7 @@ func sweepRuns(ctx context.Context, tx *sqlx.Tx, rows []expiredRun, now time.Tim
 		default:
 			sw.Status = graphserver.RunPending
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', updated_at = ?, lease_owner = NULL,
-				lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+				lease_expires_at = NULL, lease_holder = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
 				return nil, fmt.Errorf("sweep run %s: %w", r.RunID, err)
 			}
 		}

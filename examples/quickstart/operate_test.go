@@ -250,3 +250,19 @@ func TestQuickstartMetrics(t *testing.T) {
 	require.Contains(t, string(b), `graphserver_http_requests_total{code="200",method="POST",route="/runs/wait"} 1`)
 	require.Contains(t, string(b), `graphserver_runs_ended_total{status="success"} 1`)
 }
+
+func TestShutdownEndsThreadStreams(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"), "-shutdown-timeout", "1h")
+	var th map[string]any
+	require.Equal(t, 200, do(t, "POST", q.URL+"/threads", `{}`, &th))
+	// A thread stream never ends by itself: shutdown must end it, not wait an hour.
+	resp, err := http.Get(q.URL + "/threads/" + th["thread_id"].(string) + "/stream")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, q.Stop())
+	// The connection is broken (not ended), so that clients reconnect.
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+}
