@@ -10,20 +10,29 @@
 // connection whose transactions begin IMMEDIATE, so writers queue in Go
 // instead of failing with SQLITE_BUSY; reads use a separate pool of
 // query-only connections that never block the writer (WAL). Each connection
-// keeps its prepared statements (the last 256 query texts), so a query is
-// parsed and planned once per connection, not at every execution. The
-// short writes of the run queue and the checkpoints (create, claim and finish
-// a run, put a checkpoint or pending writes) queued while another commits are
-// committed together, each in its own savepoint, by a goroutine the DB owns.
+// keeps its prepared statements (the last 256 query texts, BEGIN and COMMIT
+// included), so a query is parsed and planned once per connection, not at
+// every execution. The short writes of the hot paths (create a thread, put a
+// store item, create, claim and finish a run, put a checkpoint or pending
+// writes) queued while another commits are committed together, each in its
+// own savepoint, by a goroutine the DB owns. Every write is committed before
+// its method returns.
+//
+// The process holds the file exclusively (SQLite's unix-excl VFS), so that
+// transactions lock in memory rather than through a system call each; every
+// DB opened on the file in the same process shares it. OpenOptions.Shared
+// lets other processes open it at the same time, at that cost.
 //
 // Storage conventions (see migrations/0001_core.sql): timestamps are TEXT in
 // UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
 // sort as strings; JSON values are TEXT.
 //
 // Limits: SQLite allows one writer at a time, so write throughput is that of a
-// single connection; the database must live on a local file system (WAL needs
-// shared memory), and only processes on one machine may share it. Metadata
-// filters cannot name keys containing a double quote.
+// single connection; the database must live on a local file system, and only
+// processes on one machine may share it (with OpenOptions.Shared). A
+// statement does not start once its context is done but is not interrupted
+// when it ends meanwhile. Metadata filters cannot name keys containing a
+// double quote.
 package sqlite
 
 import (
@@ -88,6 +97,17 @@ type OpenOptions struct {
 	// ReadConns is the maximum number of read connections; 0 means
 	// ReadConnsDefault (or the number of CPUs, if greater).
 	ReadConns int
+
+	// Shared lets other processes open the file while this DB has it open,
+	// as SQLite does by default: every transaction then takes and releases
+	// file locks through system calls (fcntl on the database and its -shm
+	// file), which is most of the cost of a short read. By default (false)
+	// the process holds the file exclusively (SQLite's unix-excl VFS): the
+	// write-ahead log index lives in memory and transactions lock inside
+	// the process. Every DB opened on the file in this process still
+	// shares it; another process's Open fails with EUNAVAILABLE until this
+	// one closes it (or exits).
+	Shared bool
 }
 
 // Open opens (creating it if needed) and migrates the SQLite database at
@@ -111,7 +131,28 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	pragmas.Add("_pragma", "synchronous(NORMAL)")
 	pragmas.Add("_pragma", "foreign_keys(ON)")
 	wq := url.Values{"_txlock": {"immediate"}, "_pragma": pragmas["_pragma"]}
+	if !opts.Shared {
+		wq.Set("vfs", "unix-excl")
+	}
 
+	if !opts.Shared {
+		// Take the process's lock on the file first, without waiting, so
+		// that a file another process holds fails Open at once with a clear
+		// message. The lock stays while any connection of this process has
+		// the file open.
+		probe, err := openPool(path + "?vfs=unix-excl")
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		defer probe.Close()
+		var n int
+		if err := probe.GetContext(context.Background(), &n, `SELECT count(*) FROM sqlite_master`); isBusy(err) {
+			return nil, graphserver.Errorf(graphserver.EUNAVAILABLE,
+				"The SQLite file %s is in use by another process (graphserver opens it exclusively unless OpenOptions.Shared is set).", path)
+		} else if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+	}
 	writer, err := openPool(path + "?" + wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -143,6 +184,9 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	// (journal_mode is persistent, so setting it again is a no-op) and refuse
 	// writes.
 	rq := url.Values{"_pragma": append(pragmas["_pragma"], "query_only(1)")}
+	if !opts.Shared {
+		rq.Set("vfs", "unix-excl")
+	}
 	reader, err := openPool(path + "?" + rq.Encode())
 	if err != nil {
 		writer.Close()
@@ -290,6 +334,12 @@ func translate(err error) error {
 		}
 	}
 	return err
+}
+
+// isBusy reports whether err is SQLITE_BUSY (a lock held elsewhere).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // isConstraint reports whether err is a UNIQUE or PRIMARY KEY violation.
