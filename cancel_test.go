@@ -111,3 +111,25 @@ func TestCloseWithStubbornGraph(t *testing.T) {
 	stubborn.Release()
 	require.Error(t, <-stubborn.Returned)
 }
+
+// TestCancelPendingStatelessDropsThread: a stateless run cancelled before
+// it ran applies on_completion delete, as a run that ends normally does:
+// its temporary thread goes (it used to stay forever).
+func TestCancelPendingStatelessDropsThread(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t, nil)
+	for _, tc := range []struct {
+		onCompletion string
+		kept         bool
+	}{{"", false}, {graphserver.OnCompletionKeep, true}} {
+		run, err := b.srv.CreateRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", AfterSeconds: 3600, OnCompletion: tc.onCompletion})
+		require.NoError(t, err)
+		require.NoError(t, b.srv.CancelRun(b.ctx, run.ThreadID, run.RunID, graphserver.CancelInterrupt))
+		_, err = b.srv.GetThread(b.ctx, run.ThreadID)
+		if tc.kept {
+			require.NoError(t, err)
+		} else {
+			requireCode(t, err, graphserver.ENOTFOUND)
+		}
+	}
+}

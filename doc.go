@@ -113,10 +113,10 @@ New validates its Options and does no I/O: CRUD methods work at once. Start
 checks the storage, creates the system assistants and starts the background
 work (run workers, sweeps, the cron scheduler). Close stops taking work, waits for what is in
 flight until its context ends, then cancels the rest; it does not close the
-Storage, which its opener closes afterwards. Shut down in this order: the
-HTTP server (http.Server.Shutdown), then Server.Close, then the storage. A
-run cancelled by Close is handed back to the queue, not failed: the next
-Start resumes it.
+Storage, which its opener closes afterwards. Shut down with one deadline:
+http.Server.Shutdown (in a goroutine) and Server.Close together, then the
+storage. A run cancelled by Close is handed back to the queue, not failed:
+the next Start resumes it.
 
 # Observing
 
@@ -127,7 +127,8 @@ which httpapi's request lines share (with method, route, path, status,
 duration and request_id). AddObserver registers an Observer that receives
 the same changes as values (RunEvent, WebhookEvent, and the storage's
 StorageWriteEvent); Stats reads the queue depth, the runs executing and the
-stream subscribers.
+stream subscribers. httpapi.Options.Metrics builds Prometheus metrics on
+both and serves them at GET /metrics.
 
 # Compatibility
 

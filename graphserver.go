@@ -177,6 +177,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.ensureSystemAssistants(ctx); err != nil {
 		return err
 	}
+	if s.rq.storage != nil {
+		// Runs a crashed process left running go back to the queue before
+		// the workers start, instead of after their leases expire.
+		s.rq.recover(ctx)
+	}
 	for _, run := range s.backgroundTasks() {
 		s.wg.Go(func() { s.supervise(s.lifetime, run) })
 	}

@@ -1,7 +1,6 @@
 package graphserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -270,30 +269,9 @@ func (q *runQueue) maintain(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				s.logger.Error("sweep runs", "err", err)
 			}
-			for _, r := range swept {
-				s.runChanged(sweptEvent(r))
-				if r.Status == RunInterrupted || r.Status == "" {
-					// Cancelled (interrupt or rollback): the thread's state is
-					// its latest remaining checkpoint, as after a normal finish.
-					if err := s.resummarize(ctx, r.ThreadID); err != nil && ErrorCode(err) != ENOTFOUND && ctx.Err() == nil {
-						s.logger.Error("refresh thread after sweep", "thread_id", r.ThreadID, "err", err)
-					}
-				}
-				if r.Status != RunPending {
-					if l := q.logs.get(r.RunID); l != nil {
-						l.finish(r.Status, nil, now.Add(q.logTTL(l)))
-					}
-					msg := ""
-					if r.Status == RunError {
-						msg = "The run was interrupted too many times (its worker stopped without finishing it)."
-					}
-					q.hooks.enqueueEnded(ctx, r.Run, cmp.Or(r.Status, RunInterrupted), msg)
-				}
-			}
-			if len(swept) > 0 {
-				q.signal()
-			}
+			q.applySwept(ctx, swept, now)
 		}
+		q.recover(ctx)
 		q.logs.prune(now)
 		select {
 		case <-tick.C:
@@ -302,6 +280,52 @@ func (q *runQueue) maintain(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// recover recovers at once the runs of workers known to be gone, when the
+// storage can tell (RunRecoverer): a process that crashed on the same
+// SQLite file (on restart, or while this one runs beside it). Start calls
+// it before the workers start, and the maintenance loop every round.
+func (q *runQueue) recover(ctx context.Context) {
+	rr, ok := q.storage.(RunRecoverer)
+	if !ok {
+		return
+	}
+	now := q.s.clock()
+	swept, err := rr.RecoverRuns(ctx, now, q.maxAttempts)
+	if err != nil {
+		if ctx.Err() == nil {
+			q.s.logger.Error("recover runs of gone workers", "err", err)
+		}
+		return
+	}
+	q.applySwept(ctx, swept, now)
+}
+
+// applySwept acts on the runs a sweep or a recovery changed: observers are
+// told, the state of a thread whose run was cancelled is recomputed, the
+// logs of ended runs here end, and the dispatcher and webhook sender wake.
+func (q *runQueue) applySwept(ctx context.Context, swept []SweptRun, now time.Time) {
+	s := q.s
+	for _, r := range swept {
+		s.runChanged(sweptEvent(r))
+		if r.Status == RunInterrupted || r.Status == "" {
+			// Cancelled (interrupt or rollback): the thread's state is
+			// its latest remaining checkpoint, as after a normal finish.
+			if err := s.resummarize(ctx, r.ThreadID); err != nil && ErrorCode(err) != ENOTFOUND && ctx.Err() == nil {
+				s.logger.Error("refresh thread after sweep", "thread_id", r.ThreadID, "err", err)
+			}
+		}
+		if r.Status != RunPending {
+			if l := q.logs.get(r.RunID); l != nil {
+				l.finish(r.Status, nil, now.Add(q.logTTL(l)))
+			}
+		}
+	}
+	if len(swept) > 0 {
+		q.signal()
+		q.hooks.signal() // the sweep queued the webhooks of the runs it ended
 	}
 }
 

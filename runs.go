@@ -297,6 +297,11 @@ type RunStorage interface {
 	// recomputed; running runs get the action recorded for their worker to
 	// observe (RenewRunLease). Finished runs are left alone. ENOTFOUND when
 	// sel names runs by id and one of them does not exist.
+	// In the same transaction, each pending run it ends gets its webhook
+	// queued (EndedRunWebhook, status interrupted), and the temporary
+	// thread of a stateless run (Kwargs.Temporary) is deleted with it, as
+	// FinishRun's DeleteThread does. CreateRun's multitask cancellations do
+	// the same.
 	CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error)
 
 	// ClaimRun takes the oldest pending run with created_at <= now whose
@@ -316,8 +321,13 @@ type RunStorage interface {
 	FinishRun(ctx context.Context, f *RunFinish) error
 	// SweepRuns puts running runs whose lease expired before now back to
 	// pending, or ends them with status error once they have had maxAttempts
-	// attempts (their thread then gets status error). It returns the runs it
-	// changed.
+	// attempts (their thread then gets status error and
+	// RunMaxAttemptsMessage); a run with a cancellation recorded is ended as
+	// the action says (interrupted, or deleted for a rollback). It returns
+	// the runs it changed. In the same transaction, each run it ends gets its
+	// webhook queued (EndedRunWebhook: status error with
+	// RunMaxAttemptsMessage, or interrupted), and the temporary thread of a
+	// stateless run is deleted with it.
 	SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]SweptRun, error)
 
 	// LatestCheckpointNotByRun returns the id of the thread's latest root
@@ -792,12 +802,12 @@ func (s *Server) applyCancelled(cancelled []CancelledRun) {
 			if l := s.rq.logs.get(c.RunID); l != nil {
 				l.finish(c.Status, nil, now.Add(s.rq.logTTL(l)))
 			}
-			s.rq.hooks.enqueueEnded(context.WithoutCancel(s.lifetime), c.Run, RunInterrupted, "")
 			s.runChanged(RunEvent{RunID: c.RunID, ThreadID: c.ThreadID, Status: c.Status, Reason: "cancelled"})
 		}
 	}
 	if len(cancelled) > 0 {
 		s.rq.signal()
+		s.rq.hooks.signal() // storage queued the webhooks of the pending runs it ended
 	}
 }
 

@@ -115,3 +115,17 @@ type RunStatusReader interface {
 	// missing runs are absent from the map.
 	RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error)
 }
+
+// RunRecoverer is an optional RunStorage capability, detected with a type
+// assertion: recovering at once the running runs whose worker is known to
+// be gone, without waiting for their leases to expire. The sqlite driver
+// implements it (an OS lock tells it which processes sharing the file are
+// alive). A driver shared by processes that cannot see each other's
+// liveness (several machines on one PostgreSQL database) does not: lease
+// expiry (SweepRuns) is the rule there, and stays the rule for every driver.
+type RunRecoverer interface {
+	// RecoverRuns does what SweepRuns does, for the running runs whose
+	// worker is known to be gone, whatever their lease expiry, and returns
+	// the runs it changed. Runs of workers that may be alive are left alone.
+	RecoverRuns(ctx context.Context, now time.Time, maxAttempts int) ([]SweptRun, error)
+}

@@ -221,24 +221,40 @@ func webhookDelivery(run *Run, status string, startedAt *time.Time, endedAt time
 	if errMsg != "" {
 		body["error"] = marshalOutput(errMsg)
 	}
-	return &WebhookDelivery{ID: uuid.NewString(), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
+	return &WebhookDelivery{ID: webhookDeliveryID(run.RunID), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
 }
 
-// enqueueEnded queues the webhook of a run that ended without executing
-// here (a pending run cancelled, a run out of attempts).
-func (w *webhooks) enqueueEnded(ctx context.Context, run *Run, status string, errMsg string) {
-	if run == nil || run.Kwargs.Webhook == nil || *run.Kwargs.Webhook == "" || w.opts.Sender == nil {
-		return
+// EndedRunWebhook returns the outbox delivery of a run that ended with
+// status at endedAt without executing to its end — cancelled while pending,
+// or ended by the lease sweep (a cancellation its dead worker never saw, or
+// out of attempts) — or nil when the run asked for no webhook. errMsg, when
+// set, is the delivery's error. Storage drivers call it to queue the
+// delivery in the transaction that ends the run (see RunStorage), so that a
+// crash cannot end a run and lose its webhook.
+func EndedRunWebhook(run *Run, status string, endedAt time.Time, errMsg string) *WebhookDelivery {
+	if run == nil || run.Kwargs.Webhook == nil || *run.Kwargs.Webhook == "" {
+		return nil
 	}
-	d := webhookDelivery(run, status, nil, w.q.s.clock(), nil, errMsg)
-	if d == nil {
-		return
-	}
-	if err := w.q.storage.EnqueueWebhook(ctx, d); err != nil {
-		w.q.s.logger.Error("queue webhook", "run_id", run.RunID, "err", err)
-		return
-	}
-	w.signal()
+	return webhookDelivery(run, status, nil, endedAt, nil, errMsg)
+}
+
+// RunMaxAttemptsMessage is the error of a run the lease sweep ended because
+// it ran out of attempts (Options.MaxAttempts): its thread's error and its
+// webhook say it.
+const RunMaxAttemptsMessage = "The run was interrupted too many times (its worker stopped without finishing it)."
+
+// WebhookIDHeader is the header carrying a delivery's id. Delivery is at
+// least once: a crash between sending a delivery and recording it sends it
+// again, with the same id, for the receiver to de-duplicate on. The id is
+// derived from the run id (a run ends, and is delivered, once).
+const WebhookIDHeader = "X-Webhook-Id"
+
+// webhookIDSpace is the UUID namespace of delivery ids.
+var webhookIDSpace = uuid.MustParse("5f0b8a5e-8f7e-4b8c-9a57-6a2c1d0e4b31")
+
+// webhookDeliveryID is the delivery id of a run's webhook.
+func webhookDeliveryID(runID string) string {
+	return uuid.NewSHA1(webhookIDSpace, []byte(runID)).String()
 }
 
 // loop sends due deliveries until the server drains.
@@ -299,7 +315,7 @@ func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
 	}
 	body["webhook_sent_at"] = marshalOutput(q.s.clock())
 	payload := marshalOutput(body)
-	headers := map[string]string{"Content-Type": "application/json"}
+	headers := map[string]string{"Content-Type": "application/json", WebhookIDHeader: d.ID}
 	if w.opts.Secret != "" {
 		mac := hmac.New(sha256.New, []byte(w.opts.Secret))
 		mac.Write(payload)

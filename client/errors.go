@@ -38,6 +38,31 @@ type Error struct {
 // Error returns "HTTP <status>: <detail>", as the JS SDK words it.
 func (e *Error) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Detail) }
 
+// ErrorName names the error as the Python SDK's exception classes do
+// (NotFoundError, ConflictError, ...), so that graphserver.ErrorName and a
+// run failing on it report a familiar name.
+func (e *Error) ErrorName() string {
+	switch s := e.Status; {
+	case s == http.StatusBadRequest:
+		return "BadRequestError"
+	case s == http.StatusUnauthorized:
+		return "AuthenticationError"
+	case s == http.StatusForbidden:
+		return "PermissionDeniedError"
+	case s == http.StatusNotFound:
+		return "NotFoundError"
+	case s == http.StatusConflict:
+		return "ConflictError"
+	case s == http.StatusUnprocessableEntity:
+		return "UnprocessableEntityError"
+	case s == http.StatusTooManyRequests:
+		return "RateLimitError"
+	case s >= 500:
+		return "InternalServerError"
+	}
+	return "APIStatusError"
+}
+
 // Unwrap returns the *graphserver.Error the status maps to.
 func (e *Error) Unwrap() error { return e.domain }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/client"
 )
 
 // TestThreads drives the thread CRUD, search, copy and prune operations.
@@ -179,4 +180,36 @@ func TestThreadStateSubgraphs(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, subHist)
 	require.Equal(t, ns, subHist[0].Checkpoint.CheckpointNS)
+}
+
+// TestThreadJoinStreamAndPatchState: the thread stream replays a resumable
+// run's events up to its run_done marker; PATCH state merges metadata into
+// the latest checkpoint.
+func TestThreadJoinStreamAndPatchState(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	th, err := e.c.Threads.Create(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	run, err := e.c.Runs.Create(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "echo", Input: raw(t, map[string]any{"v": 1}), StreamResumable: true})
+	require.NoError(t, err)
+	_, err = e.c.Runs.Join(ctx, th.ThreadID, run.RunID)
+	require.NoError(t, err)
+
+	var got []string
+	for ev, err := range e.c.Threads.JoinStream(ctx, th.ThreadID, client.ThreadStreamOptions{LastEventID: "-"}) {
+		require.NoError(t, err)
+		got = append(got, ev.Event)
+		if ev.Event == "metadata" && object(t, ev.Data)["status"] == "run_done" {
+			break
+		}
+	}
+	require.Equal(t, "metadata", got[0])
+	require.Contains(t, got, "values")
+	require.Equal(t, "metadata", got[len(got)-1])
+
+	require.NoError(t, e.c.Threads.PatchState(ctx, th.ThreadID, graphserver.Metadata{"reviewed": true}))
+	st, err := e.c.Threads.GetState(ctx, th.ThreadID, graphserver.ThreadStateQuery{})
+	require.NoError(t, err)
+	require.Equal(t, true, st.Metadata["reviewed"])
 }

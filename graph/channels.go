@@ -12,17 +12,19 @@ const (
 	kindAppend
 	kindMessages
 	kindReducer
+	kindManaged
 )
 
 // Channel declares one state key and how writes to it are combined. Build
 // one with LastValue, Append, AddMessages or Reducer; WithDefault and
 // WithSchema refine it.
 type Channel struct {
-	kind   chanKind
-	reduce func(old, new any) any
-	def    any
-	hasDef bool
-	schema json.RawMessage
+	kind    chanKind
+	managed func(step, stop int) any // kindManaged: the value a task at step sees
+	reduce  func(old, new any) any
+	def     any
+	hasDef  bool
+	schema  json.RawMessage
 }
 
 // Channels maps state keys to their channels.
@@ -46,6 +48,20 @@ func AddMessages() *Channel { return &Channel{kind: kindMessages, def: []any{}, 
 // write through fn. fn must not modify old; values are JSON-native
 // (map[string]any, []any, string, float64, bool, nil).
 func Reducer(fn func(old, new any) any) *Channel { return &Channel{kind: kindReducer, reduce: fn} }
+
+// RemainingSteps is a managed value (LangGraph's RemainingSteps): not
+// stored nor written, a node reads in it how many supersteps the run has
+// left before its recursion limit, counting its own (a number). A ReAct
+// agent stops calling tools when few remain.
+func RemainingSteps() *Channel {
+	return &Channel{kind: kindManaged, managed: func(step, stop int) any { return float64(stop - step) }}
+}
+
+// IsLastStep is a managed value (LangGraph's IsLastStep): true in the
+// superstep the recursion limit allows last.
+func IsLastStep() *Channel {
+	return &Channel{kind: kindManaged, managed: func(step, stop int) any { return step == stop-1 }}
+}
 
 // WithDefault returns a copy of c whose value is v until the first write.
 func (c *Channel) WithDefault(v any) *Channel {
@@ -77,26 +93,40 @@ func (c *Channel) update(key string, old any, writes []any) (any, bool, error) {
 		return writes[len(writes)-1], false, nil
 	case kindAppend:
 		l, _ := old.([]any)
-		out := l[:len(l):len(l)]
-		for _, w := range writes {
+		out, appendOnly := l[:len(l):len(l)], true
+		err := eachWrite(writes, func(w any, overwrite bool) error {
+			if overwrite {
+				out, appendOnly = nil, false
+			}
 			if wl, ok := w.([]any); ok {
 				out = append(out, wl...)
 			} else {
 				out = append(out, w)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
 		if out == nil {
 			out = []any{}
 		}
-		return out, true, nil
+		return out, appendOnly, nil
 	case kindMessages:
 		v, appendOnly := old, true
-		for _, w := range writes {
+		err := eachWrite(writes, func(w any, overwrite bool) error {
+			if overwrite {
+				v, appendOnly = nil, false
+			}
 			nv, ao, err := addMessages(v, w)
 			if err != nil {
-				return nil, false, err
+				return err
 			}
 			v, appendOnly = nv, appendOnly && ao
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
 		if v == nil {
 			v = []any{}
@@ -104,15 +134,85 @@ func (c *Channel) update(key string, old any, writes []any) (any, bool, error) {
 		return v, appendOnly, nil
 	default:
 		v := old
-		for _, w := range writes {
-			nv, err := safeReduce(c.reduce, v, w)
-			if err != nil {
-				return nil, false, err
+		err := eachWrite(writes, func(w any, overwrite bool) error {
+			if overwrite {
+				v = w
+				return nil
 			}
+			nv, err := safeReduce(c.reduce, v, w)
 			v = nv
+			return err
+		})
+		if err != nil {
+			return nil, false, err
 		}
 		return normalizeOrSelf(v), false, nil
 	}
+}
+
+// overwriteKey marks a write that replaces the value of a reducer channel
+// instead of being reduced into it (LangGraph's Overwrite).
+const overwriteKey = "__overwrite__"
+
+// Overwrite is a write that replaces the value of a reducer channel
+// (Append, AddMessages, Reducer) instead of being combined with it, as
+// LangGraph's Overwrite: a node returns graph.Update{"items":
+// graph.Overwrite{Value: []any{"only"}}}. Its JSON form, accepted in run
+// input, Command.update and state updates, is {"__overwrite__": value}
+// (or {"type": "__overwrite__", "value": value}). The writes to the channel
+// before it in the same superstep are replaced, those after it ignored, and
+// a second Overwrite of the channel in one superstep is an
+// InvalidUpdateError. Written to a LastValue channel it is stored as is.
+type Overwrite struct {
+	Value any
+}
+
+// MarshalJSON writes {"__overwrite__": value}.
+func (o Overwrite) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{overwriteKey: o.Value})
+}
+
+// overwriteValue reports whether w (JSON-native) is an Overwrite, and its
+// value.
+func overwriteValue(w any) (any, bool) {
+	m, ok := w.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	if v, ok := m[overwriteKey]; ok && len(m) == 1 {
+		return v, true
+	}
+	if v, ok := m["value"]; ok && m["type"] == overwriteKey {
+		return v, true
+	}
+	return nil, false
+}
+
+// eachWrite calls fn for the writes of one step to a reducer channel as
+// LangGraph's BinaryOperatorAggregate.update takes them: an Overwrite is
+// passed unwrapped with overwrite set, the writes after it are skipped, and
+// a second Overwrite is an InvalidUpdateError.
+func eachWrite(writes []any, fn func(w any, overwrite bool) error) error {
+	seen := false
+	for _, w := range writes {
+		if v, ok := overwriteValue(w); ok {
+			if seen {
+				return &NodeError{Name: "InvalidUpdateError", Message: "Can receive only one Overwrite value per super-step."}
+			}
+			seen = true
+			if err := fn(v, true); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen {
+			continue
+		}
+		if err := fn(w, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func safeReduce(fn func(old, new any) any, old, w any) (v any, err error) {

@@ -37,6 +37,7 @@ type ckpt struct {
 	triggers     map[string]string // trigger channel -> version
 	seen         map[string]map[string]string
 	sends        []Send
+	joins        map[string][]string // join channel -> nodes done, sorted
 	start        any
 	hasStart     bool
 	pending      []graphserver.PendingWrite
@@ -46,7 +47,7 @@ type ckpt struct {
 // body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body),
 // kept small because every checkpoint stores one:
 //
-//	{"t": {trigger: n}, "s": {node: n | {channel: n}}, "sends": [...], "start": input}
+//	{"t": {trigger: n}, "s": {node: n | {channel: n}}, "sends": [...], "start": input, "j": {join: [node]}}
 //
 // t holds the trigger channels' versions and s the versions each node has
 // seen (LangGraph's versions_seen). Those versions are only compared with
@@ -62,6 +63,7 @@ type body struct {
 	S     map[string]json.RawMessage `json:"s,omitempty"`
 	Sends []Send                     `json:"sends,omitempty"`
 	Start json.RawMessage            `json:"start,omitempty"`
+	J     map[string][]string        `json:"j,omitempty"` // join channel -> nodes done
 }
 
 const branchPrefix = "branch:to:"
@@ -109,7 +111,7 @@ func topCounter(c *ckpt) int {
 
 // encodeBody renders the body of c.
 func encodeBody(c *ckpt) (json.RawMessage, error) {
-	b := body{Sends: c.sends}
+	b := body{Sends: c.sends, J: c.joins}
 	top := topCounter(c)
 	if len(c.triggers) > 0 {
 		b.T = make(map[string]int, len(c.triggers))
@@ -176,6 +178,7 @@ func decodeBody(c *ckpt, raw json.RawMessage) error {
 		c.seen[node] = m
 	}
 	c.sends = b.Sends
+	c.joins = b.J
 	if len(b.Start) > 0 {
 		c.hasStart = true
 		if err := json.Unmarshal(b.Start, &c.start); err != nil {
@@ -197,6 +200,7 @@ func (c *ckpt) next(step int, source string) *ckpt {
 		metadata: graphserver.Object{"source": source, "step": step},
 		values:   maps.Clone(c.values), versions: maps.Clone(c.versions), triggers: maps.Clone(c.triggers),
 		seen: make(map[string]map[string]string, len(c.seen)), sends: c.sends, start: c.start, hasStart: c.hasStart,
+		joins: maps.Clone(c.joins),
 	}
 	for k, v := range c.seen {
 		n.seen[k] = maps.Clone(v)

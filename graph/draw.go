@@ -31,6 +31,9 @@ func (c *Compiled) edgeList() []drawEdge {
 		for _, to := range c.edges[from] {
 			out = append(out, drawEdge{from, to, false})
 		}
+		for _, j := range c.joinsFrom[from] {
+			out = append(out, drawEdge{from, j.to, false})
+		}
 		for _, b := range c.branches[from] {
 			ends := b.ends
 			if len(ends) == 0 {

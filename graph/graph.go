@@ -110,11 +110,23 @@ type Send struct {
 // Command is what a node may return to update the state and choose where to
 // go at once. Goto holds a node name, a Send, or a list of either. Resume is
 // only meaningful as run input (see graphserver.Command).
+//
+// Graph, when Parent, sends the Command to the graph above the node's graph
+// (a supervisor handing off between agents run as subgraphs): the task of
+// the parent graph running the node's graph ends as if it had returned the
+// Command, its Update applied to the parent's channels and its Goto naming
+// the parent's nodes; the node's own graph stops there. Sent from the root
+// graph it fails with InvalidUpdateError "There is no parent graph".
 type Command struct {
 	Update any
 	Goto   any
 	Resume any
+	Graph  string
 }
+
+// Parent is the Command.Graph that sends a Command to the parent graph
+// (LangGraph's Command.PARENT).
+const Parent = "__parent__"
 
 // NodeError is an error with a name, reported by a run as
 // {"error": Name, "message": Message}. Any error with an ErrorName() string
@@ -148,6 +160,7 @@ type node struct {
 	// found is the graph the node's function was seen invoking (Invoke
 	// from the node) when none is declared.
 	found atomic.Pointer[Compiled]
+	retry []RetryPolicy
 }
 
 // sub returns the subgraph of the node (declared or found), nil if none.
@@ -187,9 +200,11 @@ type branch struct {
 // Compile; they return the builder for chaining.
 type StateGraph struct {
 	channels   Channels
+	managed    Channels // managed values: computed per task, never stored
 	nodes      map[string]*node
 	order      []string
 	edges      map[string][]string
+	joins      []join
 	branches   map[string][]branch
 	inputKeys  []string
 	outputKeys []string
@@ -198,14 +213,26 @@ type StateGraph struct {
 	err        error
 }
 
+// join is a waiting edge: to runs once every node of from has run since it
+// last ran (LangGraph's NamedBarrierValue channel "join:<a>+<b>:<to>").
+type join struct {
+	ch   string
+	from []string
+	to   string
+}
+
 // New returns a builder for a graph whose state has the given channels.
 func New(channels Channels) *StateGraph {
-	g := &StateGraph{channels: Channels{}, nodes: map[string]*node{}, edges: map[string][]string{}, branches: map[string][]branch{}, schemas: map[string]json.RawMessage{}}
+	g := &StateGraph{channels: Channels{}, managed: Channels{}, nodes: map[string]*node{}, edges: map[string][]string{}, branches: map[string][]branch{}, schemas: map[string]json.RawMessage{}}
 	for k, c := range channels {
-		if c == nil {
-			c = LastValue()
+		switch {
+		case c == nil:
+			g.channels[k] = LastValue()
+		case c.kind == kindManaged:
+			g.managed[k] = c
+		default:
+			g.channels[k] = c
 		}
-		g.channels[k] = c
 	}
 	return g
 }
@@ -252,6 +279,29 @@ func (g *StateGraph) AddEdge(from, to string) *StateGraph {
 		return g.fail("edge %s -> %s: cannot leave %s or enter %s", from, to, End, Start)
 	}
 	g.edges[from] = append(g.edges[from], to)
+	return g
+}
+
+// AddJoinEdge makes to run once after every node of from has run, in the
+// same superstep or not (LangGraph's add_edge([a, b], c), a waiting edge):
+// a fan-in whose branches may have different lengths. Each node of from
+// marks itself done when it finishes; to runs in the superstep after the
+// last one, and the marks are cleared when it does. A join to End does
+// nothing.
+func (g *StateGraph) AddJoinEdge(from []string, to string) *StateGraph {
+	if len(from) == 0 {
+		return g.fail("join edge to %s: no nodes to wait for", to)
+	}
+	if to == Start || slices.Contains(from, End) {
+		return g.fail("join edge %v -> %s: cannot leave %s or enter %s", from, to, End, Start)
+	}
+	if to == End {
+		return g
+	}
+	names := slices.Clone(from)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	g.joins = append(g.joins, join{ch: "join:" + strings.Join(from, "+") + ":" + to, from: names, to: to})
 	return g
 }
 
@@ -316,10 +366,14 @@ type CompileOptions struct {
 type Compiled struct {
 	name       string
 	channels   Channels
+	managed    Channels
 	chanNames  []string
 	nodes      map[string]*node
 	order      []string // node names, sorted
 	edges      map[string][]string
+	joins      []join
+	joinsTo    map[string][]join // by target node
+	joinsFrom  map[string][]join // by waited-for node
 	branches   map[string][]branch
 	inputKeys  []string
 	outputKeys []string
@@ -361,7 +415,17 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 			}
 		}
 	}
-	if len(g.edges[Start]) == 0 && len(g.branches[Start]) == 0 {
+	for _, j := range g.joins {
+		for _, from := range j.from {
+			if _, ok := g.nodes[from]; !ok && from != Start {
+				return nil, graphserver.Errorf(graphserver.EINVALID, "join edge from unknown node %q", from)
+			}
+		}
+		if _, ok := g.nodes[j.to]; !ok {
+			return nil, graphserver.Errorf(graphserver.EINVALID, "join edge to unknown node %q", j.to)
+		}
+	}
+	if len(g.edges[Start]) == 0 && len(g.branches[Start]) == 0 && !slices.ContainsFunc(g.joins, func(j join) bool { return slices.Contains(j.from, Start) }) {
 		return nil, graphserver.Errorf(graphserver.EINVALID, "graph must have an entrypoint: add at least one edge from %s", Start)
 	}
 	for _, bp := range append(slices.Clone(opts.InterruptBefore), opts.InterruptAfter...) {
@@ -370,7 +434,7 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 		}
 	}
 	c := &Compiled{
-		name: opts.Name, channels: g.channels, nodes: g.nodes, edges: g.edges, branches: g.branches,
+		name: opts.Name, channels: g.channels, managed: g.managed, nodes: g.nodes, edges: g.edges, branches: g.branches,
 		inputKeys: g.inputKeys, outputKeys: g.outputKeys, schemas: g.schemas, root: g.root,
 		before: opts.InterruptBefore, after: opts.InterruptAfter,
 	}
@@ -393,6 +457,14 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 	}
 	if c.outputKeys == nil {
 		c.outputKeys = c.chanNames
+	}
+	c.joins = g.joins
+	c.joinsTo, c.joinsFrom = map[string][]join{}, map[string][]join{}
+	for _, j := range g.joins {
+		c.joinsTo[j.to] = append(c.joinsTo[j.to], j)
+		for _, from := range j.from {
+			c.joinsFrom[from] = append(c.joinsFrom[from], j)
+		}
 	}
 	c.outputSet = make(map[string]struct{}, len(c.outputKeys))
 	for _, k := range c.outputKeys {

@@ -37,6 +37,7 @@ type task struct {
 	interrupts []graphserver.Interrupt
 	resume     []any
 	runErr     error
+	bubble     bool // it sent a Command on to a parent graph
 }
 
 type write struct {
@@ -65,6 +66,7 @@ type runner struct {
 	ns      string
 	nsParts []string
 	parents map[string]string
+	stop    int // the step past which the run fails (recursion limit)
 	track   tracker
 	saved   string // id of the last persisted checkpoint
 	save    *saveOp
@@ -175,6 +177,11 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		}
 	}
 	fresh := cs == nil
+	// Run from a checkpoint named by id (a replay or a fork), the first
+	// step reruns its tasks rather than reusing the writes saved for them:
+	// those are reused only when resuming the latest state (LangGraph's
+	// skip_done_tasks is off while config has a checkpoint_id).
+	replay := !fresh && fromID != "" && cs.id == fromID
 	if !fresh && r.ns == "" && r.rc.req.RunID != "" && cs.runID == r.rc.req.RunID {
 		// This run wrote cs: it is a retry (a run released on close or
 		// recovered after a crash, claimed again with the same input), so
@@ -192,6 +199,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 	enterStep := cs.step + 1
 	limit := r.rc.recursionLimit
 	stop := enterStep + limit + 1
+	r.stop = stop
 	resuming := false
 	switch {
 	case cmd != nil:
@@ -231,7 +239,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
 		}
 		tasks := r.g.prepare(cs, r.ns)
-		attachWrites(tasks, cs.pending)
+		if replay {
+			attachWrites(tasks, resumeWrites(cs.pending))
+			replay = false
+		} else {
+			attachWrites(tasks, cs.pending)
+		}
 		// As LangGraph's tick: the current checkpoint (the input one, the
 		// one resumed from, or the last step's, after its values event) is
 		// emitted once its next tasks are known.
@@ -326,7 +339,7 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 	// that the next run does not run them again. Under durability exit the
 	// failures are saved too, as the other modes saved them when they came.
 	for _, t := range tasks {
-		if t.ran && !t.done && !t.saved && (t.errRec == nil || r.rc.durability == "exit") {
+		if t.ran && !t.done && !t.saved && !t.bubble && (t.errRec == nil || r.rc.durability == "exit") {
 			if perr := r.putWrites(wctx, cs, t); perr != nil {
 				return errors.Join(err, perr)
 			}
@@ -440,6 +453,20 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 	}
 	if len(writes) == 0 && r.resumeMap == nil {
 		return graphserver.Errorf(graphserver.EINVALID, "Received empty Command input")
+	}
+	// An update the channels reject (two values for a LastValue channel, a
+	// message removed that does not exist) fails the run before anything
+	// is saved, as LangGraph's _first raises applying the null writes.
+	var update []write
+	for _, w := range writes {
+		if w.ch != chResume {
+			update = append(update, w)
+		}
+	}
+	if len(update) > 0 {
+		if _, _, err := r.g.apply(cs, []*task{{name: Input, writes: update}}, cs.step, nil, false); err != nil {
+			return err
+		}
 	}
 	if fresh {
 		// nothing to resume: apply update and goto as a new superstep base
@@ -557,13 +584,38 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 		tasks = append(tasks, mk(Start, []any{"__pregel_pull", Start}, "__pregel_pull/"+Start, []string{Start}))
 	}
 	for _, n := range g.order {
+		var triggers []string
 		tr := "branch:to:" + n
 		if v, ok := cs.triggers[tr]; ok && vcmp(v, cs.seen[n][tr]) > 0 {
-			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, []string{tr}))
+			triggers = append(triggers, tr)
+		}
+		for _, j := range g.joinsTo[n] {
+			// a join triggers once all it waits for are done (LangGraph's
+			// NamedBarrierValue is available only then)
+			if v, ok := cs.triggers[j.ch]; ok && len(cs.joins[j.ch]) == len(j.from) && vcmp(v, cs.seen[n][j.ch]) > 0 {
+				triggers = append(triggers, j.ch)
+			}
+		}
+		if len(triggers) > 0 {
+			slices.Sort(triggers)
+			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, triggers))
 		}
 	}
 	slices.SortStableFunc(tasks, func(a, b *task) int { return cmp.Compare(a.pathKey, b.pathKey) })
 	return tasks
+}
+
+// resumeWrites keeps of pending the resume values saved for tasks (a
+// replayed task interrupting again gets them, as LangGraph's scratchpad
+// does), leaving out their writes, errors and interrupts.
+func resumeWrites(pending []graphserver.PendingWrite) []graphserver.PendingWrite {
+	var out []graphserver.PendingWrite
+	for _, w := range pending {
+		if w.Channel == chResume && w.TaskID != nullTaskID {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // attachWrites gives tasks the pending writes saved for them.
@@ -653,6 +705,21 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 	var chOrder []string
 	written := map[string]bool{}
 	nv := nextVersion(maxVersion(cs))
+	// the joins the tasks were triggered by are consumed before the step's
+	// writes apply: each waits anew (LangGraph's apply_writes consumes the
+	// channels read, then updates)
+	for _, t := range tasks {
+		if t.push || t.name == Input {
+			continue
+		}
+		for _, tr := range t.triggers {
+			if _, ok := next.joins[tr]; ok {
+				delete(next.joins, tr)
+				next.triggers[tr] = nv
+				written[tr] = true
+			}
+		}
+	}
 	for _, t := range tasks {
 		if t.name == Start && !t.push {
 			next.start, next.hasStart = nil, false
@@ -675,6 +742,19 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 					next.triggers[w.ch] = nv
 					written[w.ch] = true
 				}
+			case strings.HasPrefix(w.ch, "join:"):
+				name, _ := w.v.(string)
+				done := next.joins[w.ch]
+				if !slices.Contains(done, name) {
+					done = append(slices.Clone(done), name)
+					slices.Sort(done)
+					if next.joins == nil {
+						next.joins = map[string][]string{}
+					}
+					next.joins[w.ch] = done
+					next.triggers[w.ch] = nv
+					written[w.ch] = true
+				}
 			default:
 				if _, ok := g.channels[w.ch]; !ok {
 					continue
@@ -689,7 +769,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 	if clear {
 		// trigger channels last one step (LangGraph's ephemeral branch:to:*)
 		for ch := range next.triggers {
-			if !written[ch] {
+			if !written[ch] && !strings.HasPrefix(ch, "join:") {
 				delete(next.triggers, ch)
 				if ch == Start {
 					next.start, next.hasStart = nil, false
@@ -804,6 +884,9 @@ func jsonEqual(a, b any) bool {
 // writes. It returns an error only for infrastructure failures.
 func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int) error {
 	state := r.g.view(cs)
+	for k, c := range r.g.managed {
+		state[k] = c.managed(step, r.stop)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var perr error
@@ -823,7 +906,7 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 		}
 		wg.Go(func() {
 			r.execTask(ctx, cs, state, t, step)
-			if alone && t.errRec == nil && t.interrupts == nil {
+			if t.bubble || (alone && t.errRec == nil && t.interrupts == nil) {
 				return
 			}
 			if err := r.putWrites(ctx, cs, t); err != nil {
@@ -880,8 +963,6 @@ func mustJSON(v any) json.RawMessage {
 
 // execTask runs one task and fills its writes, interrupts or error.
 func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, step int) {
-	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
-	ctx = context.WithValue(ctx, taskKey{}, tr)
 	var in State
 	if t.push {
 		if m, ok := t.arg.(map[string]any); ok {
@@ -892,11 +973,30 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	} else {
 		in = state
 	}
-	out, err := r.call(ctx, tr, in)
-	if err == nil {
-		err = r.writesFor(ctx, cs, t, state, out)
-	}
+	var out any
+	var err error
+	var pc *parentCommand
 	var ie *interruptError
+	for attempt := 1; ; attempt++ {
+		out, err = r.attempt(ctx, cs, state, in, t, step)
+		if err == nil || errors.As(err, &ie) || errors.As(err, &pc) || context.Cause(ctx) != nil {
+			break
+		}
+		nd := r.g.nodes[t.name]
+		if nd == nil {
+			break
+		}
+		policy, wait := nd.retryFor(err, attempt)
+		if policy == nil {
+			break
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
 	switch {
 	case errors.As(err, &ie):
 		t.interrupts = ie.interrupts
@@ -904,6 +1004,12 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 			t.interrupts = []graphserver.Interrupt{}
 		}
 		t.writes = nil
+	case errors.As(err, &pc):
+		// the Command goes on up to the graph above this one: this task
+		// neither finished nor failed (a GraphBubbleUp in LangGraph)
+		t.runErr, t.bubble, t.writes = err, true, nil
+		t.ran = true
+		return
 	case err != nil:
 		t.runErr = err
 		t.errRec = map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
@@ -912,6 +1018,41 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	t.ran = true
 	r.rc.taskEnd(r, t, step, out)
 }
+
+// attempt runs a task once (LangGraph's run_with_retry runs it again on a
+// retried failure, its writes cleared): the node, then its writes.
+func (r *runner) attempt(ctx context.Context, cs *ckpt, state, in State, t *task, step int) (any, error) {
+	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
+	ctx = context.WithValue(ctx, taskKey{}, tr)
+	t.writes, t.update = nil, nil
+	out, err := r.call(ctx, tr, in)
+	if err == nil {
+		err = r.writesFor(ctx, cs, t, state, out)
+	}
+	var pc *parentCommand
+	if errors.As(err, &pc) && pc.from == t.ns {
+		// a node of this task's subgraph sent its Command to this graph:
+		// the task ends as if it had returned it (LangGraph's run_with_retry
+		// runs the task's writers on a ParentCommand meant for its graph)
+		cmd := pc.cmd
+		out = &cmd
+		err = r.writesFor(ctx, cs, t, state, out)
+	}
+	return out, err
+}
+
+// parentCommand carries a Command a node returned for its parent graph
+// (Command.Graph == Parent) up to the task of the parent graph that runs
+// the node's graph (LangGraph's ParentCommand exception).
+type parentCommand struct {
+	cmd  Command // Graph cleared
+	from string  // namespace of the graph the node belongs to
+}
+
+func (e *parentCommand) Error() string {
+	return "a Command for the parent graph reached no parent graph"
+}
+func (e *parentCommand) ErrorName() string { return "ParentCommand" }
 
 func (r *runner) call(ctx context.Context, tr *taskRuntime, in State) (out any, err error) {
 	t := tr.t
@@ -954,6 +1095,17 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 			cmd = &o
 		}
 		upd := out
+		if cmd != nil && cmd.Graph != "" {
+			switch {
+			case cmd.Graph != Parent:
+				return &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Command.Graph %q is not graph.Parent", cmd.Graph)}
+			case r.ns == "":
+				return &NodeError{Name: "InvalidUpdateError", Message: "There is no parent graph"}
+			}
+			up := *cmd
+			up.Graph = ""
+			return &parentCommand{cmd: up, from: ownNS(r.ns)}
+		}
 		if cmd != nil {
 			upd = cmd.Update
 			if cmd.Goto != nil {
@@ -976,6 +1128,9 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 		if to != End {
 			ws = append(ws, write{"branch:to:" + to, nil})
 		}
+	}
+	for _, j := range g.joinsFrom[t.name] {
+		ws = append(ws, write{j.ch, t.name})
 	}
 	if bs := g.branches[t.name]; len(bs) > 0 {
 		fresh := state
@@ -1156,6 +1311,10 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 // does in place: the node's update (and its stream events) then carry the
 // id the message gets in the state. v is a freshly normalized value.
 func withMessageIDs(v any) any {
+	if inner, ok := overwriteValue(v); ok {
+		withMessageIDs(inner)
+		return v
+	}
 	set := func(e any) {
 		if m, ok := e.(map[string]any); ok && m["type"] != RemoveMessage {
 			if id, _ := m["id"].(string); id == "" {

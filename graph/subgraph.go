@@ -60,3 +60,18 @@ func recastNS(ns string) []string {
 	}
 	return names
 }
+
+// ownNS is the namespace of the task that runs the graph of namespace ns:
+// ns without the counter a task's second and later invoked graphs get.
+func ownNS(ns string) string {
+	for {
+		i := strings.LastIndexByte(ns, '|')
+		if i < 0 {
+			return ns
+		}
+		if _, err := strconv.Atoi(ns[i+1:]); err != nil {
+			return ns
+		}
+		ns = ns[:i]
+	}
+}

@@ -14,8 +14,12 @@
 //
 // Limits: routes.go lists what is served; contract routes not listed there
 // answer 404: crons (§2.9), the thread stream GET /threads/{id}/stream and the
-// protocol-v2 endpoints (§2.11), PATCH /threads/{id}/state, /metrics, MCP and
-// A2A. There is no authentication yet.
+// protocol-v2 endpoints (§2.11), PATCH /threads/{id}/state, MCP and A2A.
+// There is no authentication yet.
+//
+// Operations: every request gets an X-Request-Id and one log line (see
+// Options.Logger); Options.Metrics adds Prometheus metrics at GET /metrics
+// (metrics.go lists the families).
 package httpapi
 
 import (
@@ -23,6 +27,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/graphserver/graphserver"
 )
@@ -54,6 +60,22 @@ type Options struct {
 	// checkpointer). Never enable it in production.
 	EnableTruncate bool
 
+	// Metrics serves GET /metrics in the Prometheus text format: HTTP
+	// requests by route pattern and status with latencies, runs by status
+	// with their durations, the queue depth and wait, streams and
+	// subscribers, webhook deliveries and retries, and the storage's
+	// grouped writes (metrics.go lists the families, all prefixed
+	// graphserver_). New registers an Observer on the Server for it
+	// (Server.AddObserver). Default false: no /metrics route.
+	Metrics bool
+
+	// MetricsRegistry is the registry Metrics registers its collectors with
+	// and /metrics serves, so an embedder can add its own collectors or serve
+	// them elsewhere. Default: a new registry, with the Go runtime and
+	// process collectors. New panics if the registry already holds these
+	// families (two handlers sharing one registry).
+	MetricsRegistry *prometheus.Registry
+
 	// HeartbeatInterval is how often SSE streams send ": heartbeat" and
 	// /wait and /join responses a keep-alive newline. 0 means
 	// HeartbeatIntervalDefault (5 s).
@@ -77,9 +99,10 @@ func (o Options) withDefaults(srv *graphserver.Server) Options {
 
 // handler holds what every route handler needs.
 type handler struct {
-	srv    *graphserver.Server
-	opts   Options
-	logger *slog.Logger
+	srv     *graphserver.Server
+	opts    Options
+	logger  *slog.Logger
+	metrics *metrics // nil unless Options.Metrics
 }
 
 // New returns an http.Handler serving srv's API. It is safe for concurrent
@@ -88,6 +111,13 @@ type handler struct {
 func New(srv *graphserver.Server, opts Options) http.Handler {
 	opts = opts.withDefaults(srv)
 	h := &handler{srv: srv, opts: opts, logger: opts.Logger}
+	if opts.Metrics {
+		m, err := newMetrics(srv, opts.MetricsRegistry, opts.Logger)
+		if err != nil {
+			panic("httpapi: Options.MetricsRegistry: " + err.Error())
+		}
+		h.metrics = m
+	}
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
 		mux.Handle(rt.pattern, h.adapt(rt.pattern, rt.handle))

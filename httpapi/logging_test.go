@@ -68,6 +68,11 @@ func TestRequestLogs(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, rec.Code)
 	rec = serve("DELETE", "/ok", "id-3")
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	req := httptest.NewRequest("OPTIONS", "/threads", nil)
+	req.Header.Set("Origin", "http://ui.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("X-Request-Id", "id-4")
+	h.ServeHTTP(httptest.NewRecorder(), req)
 
 	lines := jsonLines(t, logs.Bytes())
 	byID := map[string]map[string]any{}
@@ -75,7 +80,7 @@ func TestRequestLogs(t *testing.T) {
 		require.Equal(t, "request", l["msg"])
 		byID[l["request_id"].(string)] = l
 	}
-	require.Len(t, byID, 6)
+	require.Len(t, byID, 7)
 	l := byID["id-1"]
 	require.Equal(t, "INFO", l["level"])
 	require.Equal(t, "GET", l["method"])
@@ -86,4 +91,6 @@ func TestRequestLogs(t *testing.T) {
 	require.Equal(t, "", byID["id-2"]["route"], "no route matched")
 	require.EqualValues(t, 404, byID["id-2"]["status"])
 	require.EqualValues(t, 405, byID["id-3"]["status"])
+	require.Equal(t, "(preflight)", byID["id-4"]["route"])
+	require.EqualValues(t, 204, byID["id-4"]["status"])
 }

@@ -40,6 +40,10 @@ func setRoute(r *http.Request, pattern string) {
 	}
 }
 
+// preflightRoute is the route logs and metrics give CORS preflights, which
+// the cors middleware answers before any route.
+const preflightRoute = "OPTIONS (preflight)"
+
 // statusWriter records the status a handler writes. Unwrap lets
 // http.ResponseController reach the underlying writer (to flush streams).
 type statusWriter struct {
@@ -102,6 +106,8 @@ func (h *handler) instrument(next http.Handler) http.Handler {
 		start := time.Now()
 		defer func() {
 			status := cmp.Or(sw.status, http.StatusOK) // net/http answers 200 when nothing was written
+			took := time.Since(start)
+			h.metrics.observeRequest(r.Method, info.route, status, took)
 			level := slog.LevelInfo
 			if quietRoutes[r.Method+" "+info.route] {
 				level = slog.LevelDebug
@@ -109,7 +115,7 @@ func (h *handler) instrument(next http.Handler) http.Handler {
 			h.logger.LogAttrs(r.Context(), level, "request",
 				slog.String("method", r.Method), slog.String("route", info.route),
 				slog.String("path", r.URL.Path), slog.Int("status", status),
-				slog.Duration("duration", time.Since(start)), slog.String("request_id", id))
+				slog.Duration("duration", took), slog.String("request_id", id))
 		}()
 		next.ServeHTTP(sw, r)
 	})
@@ -169,6 +175,7 @@ func (h *handler) cors(next http.Handler) http.Handler {
 			hd.Add("Vary", "Origin")
 		}
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			setRoute(r, preflightRoute)
 			hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
 			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
 				hd.Set("Access-Control-Allow-Headers", req)

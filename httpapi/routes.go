@@ -78,6 +78,9 @@ func (h *handler) routes() []route {
 		// §2.11 Thread stream
 		{"GET /threads/{thread_id}/stream", h.joinThreadStream},
 	}
+	if h.metrics != nil {
+		rts = append(rts, route{"GET /metrics", h.serveMetrics}) // Options.Metrics
+	}
 	if h.opts.EnableTruncate {
 		rts = append(rts, route{"POST /internal/truncate", h.truncate}) // test helper (§2.1)
 	}

@@ -749,21 +749,24 @@ func TestRunsWebhook(t *testing.T) {
 	type delivery struct {
 		body []byte
 		sig  string
+		id   string
 	}
 	got := make(chan delivery, 10)
 	var mu sync.Mutex
 	calls := 0
+	var ids []string // the X-Webhook-Id of every attempt
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		calls++
 		n := calls
+		ids = append(ids, r.Header.Get(graphserver.WebhookIDHeader))
 		mu.Unlock()
 		if n <= 2 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		got <- delivery{body: b, sig: r.Header.Get("X-Webhook-Signature")}
+		got <- delivery{body: b, sig: r.Header.Get("X-Webhook-Signature"), id: r.Header.Get(graphserver.WebhookIDHeader)}
 	}))
 	t.Cleanup(recv.Close)
 
@@ -783,6 +786,9 @@ func TestRunsWebhook(t *testing.T) {
 	}
 	mu.Lock()
 	require.Equal(t, 3, calls)
+	// At least once, de-duplicable: every attempt carries the same id.
+	require.NotEmpty(t, ids[0])
+	require.Equal(t, []string{ids[0], ids[0], ids[0]}, ids)
 	mu.Unlock()
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(d.body, &body))
@@ -810,6 +816,8 @@ func TestRunsWebhook(t *testing.T) {
 	require.Equal(t, run.RunID, body["run_id"])
 	require.Equal(t, "interrupted", body["status"])
 	require.Nil(t, body["run_started_at"])
+	require.NotEmpty(t, d.id)
+	require.NotEqual(t, ids[0], d.id, "each run's delivery has its own id")
 
 	t.Run("Policy", func(t *testing.T) {
 		e := newRunEnv(t, runEnvOptions{server: func(o *graphserver.Options) {

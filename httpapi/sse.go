@@ -63,6 +63,7 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 		hdr.Set("Content-Location", contentLocation)
 	}
 	hdr.Set("Location", location)
+	defer h.metrics.streamOpened()()
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()

@@ -131,7 +131,7 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 				}
 				free = true
 				for _, a := range active {
-					c, err := cancelRun(ctx, tx, a, action, now)
+					c, err := cancelRun(ctx, tx, a, action, r.UpdatedAt)
 					if err != nil {
 						return err
 					}
@@ -143,16 +143,17 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 			}
 		}
 		status, attempt := graphserver.RunPending, 0
-		var owner, lease sql.NullString
+		var owner, lease, holder sql.NullString
 		if opts.Owner != "" && free && !r.CreatedAt.After(r.UpdatedAt) {
 			status, attempt, res.Claimed = graphserver.RunRunning, 1, true
 			owner = sql.NullString{String: opts.Owner, Valid: true}
 			lease = sql.NullString{String: formatTime(opts.LeaseUntil), Valid: true}
+			holder = db.holderID()
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt, lease_owner, lease_expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`, attempt, lease_owner, lease_expires_at, lease_holder)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.RunID, r.ThreadID, r.AssistantID, formatTime(r.CreatedAt), now, status, metadata,
-			r.MultitaskStrategy, kwargs, attempt, owner, lease); err != nil {
+			r.MultitaskStrategy, kwargs, attempt, owner, lease, holder); err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'busy', metadata = json_patch(metadata, ?),
@@ -206,43 +207,85 @@ type activeRun struct {
 }
 
 // cancelRun cancels one active run inside tx: a pending run is interrupted
-// or deleted at once, a running one gets the action recorded.
-func cancelRun(ctx context.Context, tx *sqlx.Tx, a activeRun, action, now string) (graphserver.CancelledRun, error) {
+// or deleted at once (endedOutside queues its webhook, dropTemporaryThread
+// deletes a stateless run's thread), a running one gets the action recorded.
+func cancelRun(ctx context.Context, tx *sqlx.Tx, a activeRun, action string, now time.Time) (graphserver.CancelledRun, error) {
 	c := graphserver.CancelledRun{RunID: a.RunID, ThreadID: a.ThreadID, Action: action}
-	var err error
-	if a.Status == graphserver.RunPending {
-		if c.Run, err = webhookRun(ctx, tx, a.RunID); err != nil {
-			return c, err
-		}
-	}
-	switch {
-	case a.Status == graphserver.RunRunning:
+	ts := formatTime(now)
+	if a.Status == graphserver.RunRunning {
 		c.Status = graphserver.RunRunning
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`, action, now, a.RunID)
-	case action == graphserver.CancelRollback:
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`, action, ts, a.RunID); err != nil {
+			return c, fmt.Errorf("cancel run %s: %w", a.RunID, err)
+		}
+		return c, nil
+	}
+	run, err := endedOutside(ctx, tx, a.RunID, graphserver.RunInterrupted, now, "")
+	if err != nil {
+		return c, err
+	}
+	if hasWebhook(run) {
+		c.Run = run
+	}
+	if action == graphserver.CancelRollback {
 		c.Status = ""
 		_, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE run_id = ?`, a.RunID)
-	default:
+	} else {
 		c.Status = graphserver.RunInterrupted
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?`, now, a.RunID)
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?`, ts, a.RunID)
 	}
 	if err != nil {
 		return c, fmt.Errorf("cancel run %s: %w", a.RunID, err)
 	}
-	return c, nil
+	return c, dropTemporaryThread(ctx, tx, run)
 }
 
-// webhookRun returns the run when it has a webhook, else nil.
-func webhookRun(ctx context.Context, tx *sqlx.Tx, runID string) (*graphserver.Run, error) {
+// hasWebhook reports whether a run asked for a webhook.
+func hasWebhook(run *graphserver.Run) bool {
+	return run.Kwargs.Webhook != nil && *run.Kwargs.Webhook != ""
+}
+
+// endedOutside reads a run that ends without FinishRun (cancelled while
+// pending, ended by the sweep) and queues its webhook (webhookStatus,
+// errMsg) in tx. Call it before the run row changes or goes.
+func endedOutside(ctx context.Context, tx *sqlx.Tx, runID, webhookStatus string, now time.Time, errMsg string) (*graphserver.Run, error) {
 	var r runRow
-	err := tx.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE run_id = ?
-		AND coalesce(json_extract(kwargs, '$.webhook'), '') <> ''`, runID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	} else if err != nil {
+	if err := tx.GetContext(ctx, &r, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID); err != nil {
 		return nil, fmt.Errorf("read run %s: %w", runID, err)
 	}
-	return r.run()
+	run, err := r.run()
+	if err != nil {
+		return nil, err
+	}
+	if d := graphserver.EndedRunWebhook(run, webhookStatus, now, errMsg); d != nil {
+		if err := insertWebhook(ctx, tx, d, now); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// dropTemporaryThread deletes the temporary thread of a stateless run that
+// ended (on_completion delete), with its runs and checkpoints, as FinishRun
+// does with DeleteThread.
+func dropTemporaryThread(ctx context.Context, tx *sqlx.Tx, run *graphserver.Run) error {
+	if !run.Kwargs.Temporary {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE thread_id = ?`, run.ThreadID); err != nil {
+		return fmt.Errorf("delete temporary thread %s: %w", run.ThreadID, err)
+	}
+	return nil
+}
+
+// insertWebhook queues d in the outbox. A delivery whose id is queued
+// already (ids derive from run ids) is left as it is.
+func insertWebhook(ctx context.Context, tx *sqlx.Tx, d *graphserver.WebhookDelivery, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(now)); err != nil {
+		return fmt.Errorf("queue webhook: %w", err)
+	}
+	return nil
 }
 
 // settleThread sets a busy thread with no active run left to idle.
@@ -386,7 +429,7 @@ func (db *DB) CancelRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 			if !isActive(a.Status) {
 				continue
 			}
-			c, err := cancelRun(ctx, tx, a, action, ts)
+			c, err := cancelRun(ctx, tx, a, action, now)
 			if err != nil {
 				return err
 			}
@@ -423,7 +466,7 @@ func uniq(ss []string) map[string]bool {
 
 // claimQuery takes the oldest eligible pending run in one statement.
 const claimQuery = `UPDATE runs SET status = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?,
-	updated_at = ?, cancel_action = NULL
+	lease_holder = ?, updated_at = ?, cancel_action = NULL
 WHERE run_id = (
 	SELECT p.run_id FROM runs AS p
 	WHERE p.status = 'pending' AND p.created_at <= ?
@@ -441,7 +484,7 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 	ts := formatTime(now)
 	found := false
 	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), ts, ts).StructScan(&row)
+		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), db.holderID(), ts, ts).StructScan(&row)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -476,7 +519,7 @@ func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil
 // ReleaseRun implements graphserver.RunStorage.
 func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error {
 	res, err := db.writer.ExecContext(ctx, `UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-		updated_at = ? WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, formatTime(now), runID, owner)
+		lease_holder = NULL, updated_at = ? WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, formatTime(now), runID, owner)
 	if err != nil {
 		return translate(fmt.Errorf("release run %s: %w", runID, err))
 	}
@@ -506,10 +549,6 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 		}
 		keepValues = len(f.Summary.Values) == 0
 	}
-	var webhook []any
-	if d := f.Webhook; d != nil {
-		webhook = []any{d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(f.Now)}
-	}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		ts := formatTime(f.Now)
 		var threadID string
@@ -525,7 +564,7 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 				return err
 			}
 		} else if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
-			lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
+			lease_expires_at = NULL, lease_holder = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
 			return fmt.Errorf("finish run %s: %w", f.RunID, err)
 		}
 		switch {
@@ -543,10 +582,9 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 				return err
 			}
 		}
-		if webhook != nil {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, webhook...); err != nil {
-				return fmt.Errorf("queue webhook: %w", err)
+		if f.Webhook != nil {
+			if err := insertWebhook(ctx, tx, f.Webhook, f.Now); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -586,71 +624,100 @@ func writeSummary(ctx context.Context, tx *sqlx.Tx, threadID, status string, kee
 }
 
 // maxAttemptsError is the thread error of a run that ran out of attempts.
-const maxAttemptsError = `{"error":"MaxAttemptsExceeded","message":"The run was interrupted too many times (its worker stopped without finishing it)."}`
+var maxAttemptsError = func() string {
+	b, _ := json.Marshal(map[string]string{"error": "MaxAttemptsExceeded", "message": graphserver.RunMaxAttemptsMessage})
+	return string(b)
+}()
 
 // SweepRuns implements graphserver.RunStorage.
 func (db *DB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]graphserver.SweptRun, error) {
 	var out []graphserver.SweptRun
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
-		ts := formatTime(now)
-		var rows []struct {
-			RunID    string         `db:"run_id"`
-			ThreadID string         `db:"thread_id"`
-			Attempt  int            `db:"attempt"`
-			Cancel   sql.NullString `db:"cancel_action"`
-		}
+		var rows []expiredRun
 		if err := tx.SelectContext(ctx, &rows, `SELECT run_id, thread_id, attempt, cancel_action FROM runs
-			WHERE status = 'running' AND lease_expires_at < ?`, ts); err != nil {
+			WHERE status = 'running' AND lease_expires_at < ?`, formatTime(now)); err != nil {
 			return fmt.Errorf("select expired runs: %w", err)
 		}
-		for _, r := range rows {
-			sw := graphserver.SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
-			if r.Cancel.Valid || r.Attempt >= maxAttempts {
-				run, err := webhookRun(ctx, tx, r.RunID)
-				if err != nil {
-					return err
-				}
-				sw.Run = run
-			}
-			switch {
-			case r.Cancel.String == graphserver.CancelRollback:
-				if err := deleteRunTx(ctx, tx, r.ThreadID, r.RunID); err != nil {
-					return err
-				}
-				if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
-					return err
-				}
-			case r.Cancel.String == graphserver.CancelInterrupt:
-				sw.Status = graphserver.RunInterrupted
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ?, lease_owner = NULL,
-					lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
-					return fmt.Errorf("sweep run %s: %w", r.RunID, err)
-				}
-				if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
-					return err
-				}
-			case r.Attempt >= maxAttempts:
-				sw.Status = graphserver.RunError
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', updated_at = ?, lease_owner = NULL,
-					lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
-					return fmt.Errorf("sweep run %s: %w", r.RunID, err)
-				}
-				if err := writeSummary(ctx, tx, r.ThreadID, graphserver.ThreadError, true, sql.NullString{}, "",
-					sql.NullString{String: maxAttemptsError, Valid: true}, now); err != nil {
-					return err
-				}
-			default:
-				sw.Status = graphserver.RunPending
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', updated_at = ?, lease_owner = NULL,
-					lease_expires_at = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
-					return fmt.Errorf("sweep run %s: %w", r.RunID, err)
-				}
-			}
-			out = append(out, sw)
-		}
-		return nil
+		var err error
+		out, err = sweepRuns(ctx, tx, rows, now, maxAttempts)
+		return err
 	})
 	return out, err
+}
+
+// expiredRun is a running run whose worker is gone.
+type expiredRun struct {
+	RunID    string         `db:"run_id"`
+	ThreadID string         `db:"thread_id"`
+	Attempt  int            `db:"attempt"`
+	Cancel   sql.NullString `db:"cancel_action"`
+}
+
+// sweepRuns recovers runs whose worker is gone, inside tx: back to pending,
+// or ended (a recorded cancellation, or out of attempts) with the webhook
+// queued and a stateless run's thread deleted.
+func sweepRuns(ctx context.Context, tx *sqlx.Tx, rows []expiredRun, now time.Time, maxAttempts int) ([]graphserver.SweptRun, error) {
+	ts := formatTime(now)
+	var out []graphserver.SweptRun
+	for _, r := range rows {
+		sw := graphserver.SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
+		var ended *graphserver.Run
+		if r.Cancel.Valid || r.Attempt >= maxAttempts {
+			status, msg := graphserver.RunInterrupted, ""
+			if !r.Cancel.Valid {
+				status, msg = graphserver.RunError, graphserver.RunMaxAttemptsMessage
+			}
+			run, err := endedOutside(ctx, tx, r.RunID, status, now, msg)
+			if err != nil {
+				return nil, err
+			}
+			ended = run
+			if hasWebhook(run) {
+				sw.Run = run
+			}
+		}
+		switch {
+		case r.Cancel.String == graphserver.CancelRollback:
+			if err := deleteRunTx(ctx, tx, r.ThreadID, r.RunID); err != nil {
+				return nil, err
+			}
+			if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
+				return nil, err
+			}
+		case r.Cancel.String == graphserver.CancelInterrupt:
+			sw.Status = graphserver.RunInterrupted
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', updated_at = ?, lease_owner = NULL,
+				lease_expires_at = NULL, lease_holder = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+				return nil, fmt.Errorf("sweep run %s: %w", r.RunID, err)
+			}
+			if err := settleThread(ctx, tx, r.ThreadID, ts); err != nil {
+				return nil, err
+			}
+		case r.Attempt >= maxAttempts:
+			sw.Status = graphserver.RunError
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'error', updated_at = ?, lease_owner = NULL,
+				lease_expires_at = NULL, lease_holder = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+				return nil, fmt.Errorf("sweep run %s: %w", r.RunID, err)
+			}
+			if err := writeSummary(ctx, tx, r.ThreadID, graphserver.ThreadError, true, sql.NullString{}, "",
+				sql.NullString{String: maxAttemptsError, Valid: true}, now); err != nil {
+				return nil, err
+			}
+		default:
+			sw.Status = graphserver.RunPending
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', updated_at = ?, lease_owner = NULL,
+				lease_expires_at = NULL, lease_holder = NULL WHERE run_id = ?`, ts, r.RunID); err != nil {
+				return nil, fmt.Errorf("sweep run %s: %w", r.RunID, err)
+			}
+		}
+		if ended != nil {
+			if err := dropTemporaryThread(ctx, tx, ended); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sw)
+	}
+	return out, nil
 }
 
 // LatestCheckpointNotByRun implements graphserver.RunStorage.

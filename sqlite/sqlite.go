@@ -27,6 +27,13 @@
 // UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
 // sort as strings; JSON values are TEXT.
 //
+// Crash recovery: each open DB holds an OS lock on a file of its own in the
+// directory <path>-holders, and records its id on the runs it claims. The
+// kernel drops the lock when the process dies, so the next Server to start
+// on the file (or another one running on it) recovers those runs at once
+// (RecoverRuns) instead of after their leases expire. Without flock
+// (non-Unix systems) lease expiry is the only recovery.
+//
 // Limits: SQLite allows one writer at a time, so write throughput is that of a
 // single connection; the database must live on a local file system, and only
 // processes on one machine may share it (with OpenOptions.Shared). A
@@ -78,6 +85,7 @@ type DB struct {
 	writer *sqlx.DB // one connection, BEGIN IMMEDIATE
 	reader *sqlx.DB // several query-only connections
 	group  *groupWriter
+	holder *holderLock // this DB's lease holder id and lock (holder.go)
 
 	observers dbObservers
 
@@ -200,6 +208,11 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.reader = reader
+	if db.holder, err = acquireHolder(path); err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	db.group = newGroupWriter()
 	go db.groupLoop()
 	return db, nil
@@ -227,6 +240,8 @@ func (db *DB) Close() error {
 		close(db.group.stop)
 		<-db.group.done
 		db.closeErr = errors.Join(db.reader.Close(), db.writer.Close())
+		// Last: this DB can write no more, so its runs may be recovered.
+		db.holder.release()
 	})
 	return db.closeErr
 }

@@ -48,9 +48,7 @@ func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limi
 // EnqueueWebhook implements graphserver.RunStorage.
 func (db *DB) EnqueueWebhook(ctx context.Context, d *graphserver.WebhookDelivery) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(d.NextAt))
-		return err
+		return insertWebhook(ctx, tx, d, d.NextAt)
 	})
 }
 

@@ -6,9 +6,9 @@
 //	go run ./examples/quickstart -addr 127.0.0.1:0    # any free port
 //	go run ./examples/quickstart -h                   # every flag
 //
-// It prints "listening on http://HOST:PORT" once the port is bound, logs one
-// line per request and per run state change to stderr (-log-level,
-// -log-format), and shuts down gracefully on SIGINT or SIGTERM: it stops
+// It prints "listening on http://HOST:PORT" once the port is bound, serves
+// Prometheus metrics at /metrics, logs one line per request and per run
+// state change to stderr (-log-level, -log-format), and shuts down gracefully on SIGINT or SIGTERM: it stops
 // accepting, lets requests and runs in flight finish until -shutdown-timeout,
 // hands the runs still running back to the queue (the next start resumes
 // them), then closes the database.
@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	hs := &http.Server{
-		Handler:           httpapi.New(srv, httpapi.Options{}),
+		Handler:           httpapi.New(srv, httpapi.Options{Metrics: true}), // GET /metrics for Prometheus
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	serveErr := make(chan error, 1)
@@ -152,23 +152,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return shutdown(hs, srv, serveErr, err, c.shutdownTimeout, logger)
 }
 
-// shutdown stops hs and srv within timeout, in this order: hs stops
-// accepting and waits for the requests in flight (a stream or /wait ends
-// with its run); srv stops claiming runs and waits for those still running;
-// when the deadline passes first, srv cancels them and hands them back to
-// the queue (the next start resumes them from their last checkpoint) and
-// hs closes the connections left. The caller closes the database after.
-// serveErr is hs.Serve's result channel; served is its result if it already
-// came (nil otherwise).
+// shutdown stops hs and srv within timeout. hs.Shutdown stops accepting
+// and waits for the requests in flight (a stream or /wait of a run ends with
+// the run); meanwhile srv.Close stops claiming queued runs and waits for
+// those still running, or when the deadline passes first, cancels them and
+// hands them back to the queue (the next start resumes them from their last
+// checkpoint). Close ends the streams that never end by themselves (thread
+// streams), so hs.Shutdown can finish; at the deadline hs.Close cuts the
+// connections left. The caller closes the database after. serveErr is
+// hs.Serve's result channel; served is its result if it already came.
 func shutdown(hs *http.Server, srv *graphserver.Server, serveErr <-chan error, served error, timeout time.Duration, logger *slog.Logger) error {
 	logger.Info("shutting down", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	httpErr := hs.Shutdown(ctx)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(ctx) }()
 	if err := srv.Close(ctx); err != nil {
 		logger.Warn("shutdown deadline passed: runs still running were handed back to the queue", "err", err)
 	}
-	if httpErr != nil {
+	if err := <-httpDone; err != nil {
 		_ = hs.Close() // connections still open after the deadline
 	}
 	if served == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -233,4 +234,35 @@ func TestShutdownHandsRunsBack(t *testing.T) {
 		do(t, "GET", q.URL+"/threads/"+tid+"/runs/"+rid, "", &r)
 		return r["status"] == "success"
 	}, 10*time.Second, 10*time.Millisecond, "run: %v", r)
+}
+
+func TestQuickstartMetrics(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"))
+	var out map[string]any
+	require.Equal(t, 200, do(t, "POST", q.URL+"/runs/wait", `{"assistant_id":"chat","input":{"messages":["hi"]}}`, &out))
+	resp, err := http.Get(q.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `graphserver_http_requests_total{code="200",method="POST",route="/runs/wait"} 1`)
+	require.Contains(t, string(b), `graphserver_runs_ended_total{status="success"} 1`)
+}
+
+func TestShutdownEndsThreadStreams(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"), "-shutdown-timeout", "1h")
+	var th map[string]any
+	require.Equal(t, 200, do(t, "POST", q.URL+"/threads", `{}`, &th))
+	// A thread stream never ends by itself: shutdown must end it, not wait an hour.
+	resp, err := http.Get(q.URL + "/threads/" + th["thread_id"].(string) + "/stream")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, q.Stop())
+	// The connection is broken (not ended), so that clients reconnect.
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }

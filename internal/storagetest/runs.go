@@ -18,6 +18,7 @@ type runOpts struct {
 	Strategy  string    // default enqueue
 	CreatedAt time.Time // default t0
 	Webhook   string
+	Temporary bool // a stateless run's: its thread goes when it ends
 }
 
 func newRun(o runOpts) *graphserver.Run {
@@ -37,6 +38,7 @@ func newRun(o runOpts) *graphserver.Run {
 	if o.Webhook != "" {
 		r.Kwargs.Webhook = &o.Webhook
 	}
+	r.Kwargs.Temporary = o.Temporary
 	return r
 }
 
@@ -581,5 +583,80 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		got, err := r.RunStatuses(t.Context(), ids)
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"r1": graphserver.RunRunning, "r2": graphserver.RunPending}, got)
+	})
+
+	// A run ending outside FinishRun (cancelled while pending, ended by the
+	// sweep) has its webhook queued and, if stateless, its thread deleted,
+	// in the transaction that ends it: a crash cannot lose either.
+	ended := func(t *testing.T, b *bundle, runID, status, errText string) {
+		t.Helper()
+		ds, err := b.rs.ClaimWebhooks(t.Context(), at(1000), at(1100), 10)
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Equal(t, runID, ds[0].RunID)
+		require.Equal(t, "https://example.com/h", ds[0].URL)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(ds[0].Body, &body))
+		require.Equal(t, runID, body["run_id"])
+		require.Equal(t, status, body["status"])
+		require.Nil(t, body["run_started_at"])
+		require.NotNil(t, body["run_ended_at"])
+		if errText != "" {
+			require.Equal(t, errText, body["error"])
+		}
+	}
+	t.Run("CancelPendingQueuesWebhookDropsTemporary", func(t *testing.T) {
+		t.Parallel()
+		for _, action := range []string{graphserver.CancelInterrupt, graphserver.CancelRollback} {
+			t.Run(action, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				createThread(t, b.st, threadOpts{ID: "tmp"})
+				insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "tmp", Webhook: "https://example.com/h", Temporary: true})
+				_, err := b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "tmp", RunIDs: []string{"r1"}}, action, at(6), nil)
+				require.NoError(t, err)
+				ended(t, b, "r1", graphserver.RunInterrupted, "")
+				_, err = b.st.GetThread(t.Context(), "tmp", nil)
+				requireCode(t, err, graphserver.ENOTFOUND)
+				_, err = b.rs.GetRun(t.Context(), "", "r1", nil)
+				requireCode(t, err, graphserver.ENOTFOUND)
+			})
+		}
+	})
+	t.Run("MultitaskCancelQueuesWebhook", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1", Webhook: "https://example.com/h", CreatedAt: at(50)})
+		_, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r2", ThreadID: "t1", Strategy: graphserver.MultitaskInterrupt}), &graphserver.RunInsert{})
+		require.NoError(t, err)
+		require.Equal(t, graphserver.RunInterrupted, runStatus(t, b, "r1"))
+		ended(t, b, "r1", graphserver.RunInterrupted, "")
+	})
+	t.Run("SweepQueuesWebhookDropsTemporary", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ name, cancel, status, err string }{
+			{"OutOfAttempts", "", graphserver.RunError, graphserver.RunMaxAttemptsMessage},
+			{"Interrupt", graphserver.CancelInterrupt, graphserver.RunInterrupted, ""},
+			{"Rollback", graphserver.CancelRollback, graphserver.RunInterrupted, ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				createThread(t, b.st, threadOpts{ID: "tmp"})
+				insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "tmp", Webhook: "https://example.com/h", Temporary: true})
+				_, err := b.rs.ClaimRun(t.Context(), "dead", at(1), at(2))
+				require.NoError(t, err)
+				if tc.cancel != "" {
+					_, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "tmp", RunIDs: []string{"r1"}}, tc.cancel, at(1), nil)
+					require.NoError(t, err)
+				}
+				swept, err := b.rs.SweepRuns(t.Context(), at(10), 1)
+				require.NoError(t, err)
+				require.Len(t, swept, 1)
+				ended(t, b, "r1", tc.status, tc.err)
+				_, err = b.st.GetThread(t.Context(), "tmp", nil)
+				requireCode(t, err, graphserver.ENOTFOUND)
+			})
+		}
 	})
 }
