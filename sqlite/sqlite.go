@@ -18,10 +18,10 @@
 // own savepoint, by a goroutine the DB owns. Every write is committed before
 // its method returns.
 //
-// The process holds the file exclusively (SQLite's unix-excl VFS), so that
-// transactions lock in memory rather than through a system call each; every
-// DB opened on the file in the same process shares it. OpenOptions.Shared
-// lets other processes open it at the same time, at that cost.
+// Processes on one machine may share the file. A program that is the only
+// one to open it can say so (OpenOptions.Exclusive): its transactions then
+// lock in memory rather than through system calls, which makes short reads
+// about twice as fast.
 //
 // Storage conventions (see migrations/0001_core.sql): timestamps are TEXT in
 // UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
@@ -36,7 +36,7 @@
 //
 // Limits: SQLite allows one writer at a time, so write throughput is that of a
 // single connection; the database must live on a local file system, and only
-// processes on one machine may share it (with OpenOptions.Shared). A
+// processes on one machine may share it. A
 // statement does not start once its context is done but is not interrupted
 // when it ends meanwhile. Metadata filters cannot name keys containing a
 // double quote.
@@ -106,16 +106,16 @@ type OpenOptions struct {
 	// ReadConnsDefault (or the number of CPUs, if greater).
 	ReadConns int
 
-	// Shared lets other processes open the file while this DB has it open,
-	// as SQLite does by default: every transaction then takes and releases
-	// file locks through system calls (fcntl on the database and its -shm
-	// file), which is most of the cost of a short read. By default (false)
-	// the process holds the file exclusively (SQLite's unix-excl VFS): the
-	// write-ahead log index lives in memory and transactions lock inside
-	// the process. Every DB opened on the file in this process still
+	// Exclusive makes this process the only one that may open the file
+	// while this DB has it open (SQLite's unix-excl VFS): the write-ahead
+	// log index lives in memory and transactions lock inside the process,
+	// instead of taking and releasing file locks through system calls
+	// (fcntl on the database and its -shm file), which is most of the cost
+	// of a short read. Every DB opened on the file in this process still
 	// shares it; another process's Open fails with EUNAVAILABLE until this
-	// one closes it (or exits).
-	Shared bool
+	// one closes it or exits. By default (false) processes on one machine
+	// may share the file, as the lease holders of RecoverRuns expect.
+	Exclusive bool
 }
 
 // Open opens (creating it if needed) and migrates the SQLite database at
@@ -139,11 +139,11 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	pragmas.Add("_pragma", "synchronous(NORMAL)")
 	pragmas.Add("_pragma", "foreign_keys(ON)")
 	wq := url.Values{"_txlock": {"immediate"}, "_pragma": pragmas["_pragma"]}
-	if !opts.Shared {
+	if opts.Exclusive {
 		wq.Set("vfs", "unix-excl")
 	}
 
-	if !opts.Shared {
+	if opts.Exclusive {
 		// Take the process's lock on the file first, without waiting, so
 		// that a file another process holds fails Open at once with a clear
 		// message. The lock stays while any connection of this process has
@@ -156,7 +156,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		var n int
 		if err := probe.GetContext(context.Background(), &n, `SELECT count(*) FROM sqlite_master`); isBusy(err) {
 			return nil, graphserver.Errorf(graphserver.EUNAVAILABLE,
-				"The SQLite file %s is in use by another process (graphserver opens it exclusively unless OpenOptions.Shared is set).", path)
+				"The SQLite file %s is in use by another process (OpenOptions.Exclusive asks for the file to itself).", path)
 		} else if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
@@ -192,7 +192,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	// (journal_mode is persistent, so setting it again is a no-op) and refuse
 	// writes.
 	rq := url.Values{"_pragma": append(pragmas["_pragma"], "query_only(1)")}
-	if !opts.Shared {
+	if opts.Exclusive {
 		rq.Set("vfs", "unix-excl")
 	}
 	reader, err := openPool(path + "?" + rq.Encode())

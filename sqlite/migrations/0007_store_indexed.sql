@@ -1,4 +1,4 @@
--- 0006_store_indexed: whether a store item has index entries (a full-text
+-- 0007_store_indexed: whether a store item has index entries (a full-text
 -- row in store_fts, vectors in store_vectors). Most items have none (no
 -- index fields configured): replacing or deleting them then skips the
 -- full-text and vector maintenance. Rows stored before this migration
