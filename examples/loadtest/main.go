@@ -1,216 +1,126 @@
-// Command loadtest measures run throughput and latency of a graphserver on
-// SQLite over HTTP: a one-node graph, N concurrent clients.
+// Command loadtest measures graphserver's hot paths over HTTP, as a new
+// user would: a fresh SQLite file, the server wired as examples/quickstart
+// wires it, in its own process, and N concurrent keep-alive clients on
+// loopback. It prints one table row per path:
 //
-//	go run ./examples/loadtest -runs 4000 -clients 8
+//	POST /threads                    create a thread
+//	PUT /store/items                 put a new item (no indexed fields)
+//	GET /store/items                 get one of 1,000 items
+//	POST /runs/wait                  stateless run of a one-node graph, to its result
+//	POST /threads/{id}/runs/wait     the same on a thread (checkpointed)
+//	POST /runs/stream                time to the first SSE event
+//	idle joined SSE subscribers      server RSS with -subscribers GET .../runs/{id}/stream open
 //
-// It reports runs/s through POST /runs/wait (stateless) and POST
-// /threads/{id}/runs/wait, the p50/p99 latency from request to result, and
-// the time to the first SSE event of POST /runs/stream.
+// Usage:
+//
+//	go run ./examples/loadtest                          # every row, 8 clients
+//	go run ./examples/loadtest -only threads -n 20000   # rows whose key contains "threads"
+//	go run ./examples/loadtest -js http://127.0.0.1:PORT -repeat 3
+//
+// -js also measures another server of the API (bench/run.sh starts the
+// official LangGraph JS dev server with the same two graphs) in the same
+// run, scenario by scenario, alternating the two, and prints the ratio.
+// -repeat runs each measurement several times and reports the range.
+// -cpuprofile, -mutexprofile and -blockprofile profile the graphserver
+// process (use -only to profile one path). -url measures an external
+// graphserver (say, examples/quickstart) instead of starting one.
+//
+// Figures depend on the machine and its load: compare ratios taken in the
+// same run rather than absolute numbers from different runs.
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/graphserver/graphserver"
-	"github.com/graphserver/graphserver/graph"
-	"github.com/graphserver/graphserver/httpapi"
-	"github.com/graphserver/graphserver/sqlite"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
-	runs := flag.Int("runs", 4000, "runs per scenario")
-	clients := flag.Int("clients", 8, "concurrent HTTP clients")
-	dbPath := flag.String("db", "", "SQLite file (default: a temp file)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
-	only := flag.String("only", "", "run only the scenarios whose name contains this text (e.g. threads)")
-	flag.Parse()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if err := run(*runs, *clients, *dbPath, *only); err != nil {
-		log.Print(err)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, clients int, dbPath, only string) error {
-	if dbPath == "" {
-		dir, err := os.MkdirTemp("", "gs-loadtest")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		dbPath = filepath.Join(dir, "gs.db")
-	}
-	db, err := sqlite.Open(dbPath)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	echo := graph.Func("echo", func(_ context.Context, input any) (any, error) { return input, nil })
-	srv, err := graphserver.New(graphserver.Options{
-		Storage: db,
-		Graphs:  map[string]graphserver.Graph{"echo": echo},
-		Logger:  slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if err := srv.Start(ctx); err != nil {
-		return err
-	}
-	defer srv.Close(ctx)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Logger: slog.New(slog.DiscardHandler)})}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}}
-
-	post := func(path, body string) (*http.Response, error) {
-		return client.Post(base+path, "application/json", strings.NewReader(body))
-	}
-	waitBody := `{"assistant_id":"echo","input":{"messages":[{"role":"user","content":"hi"}]}}`
-
-	// Threads for the stateful scenario, one per client.
-	threads := make([]string, clients)
-	for i := range threads {
-		resp, err := post("/threads", `{}`)
-		if err != nil {
-			return err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		id, _, _ := strings.Cut(strings.TrimPrefix(string(b), `{"thread_id":"`), `"`)
-		threads[i] = id
-	}
-
-	wait := func(path string) func(int) (time.Duration, error) {
-		return func(client int) (time.Duration, error) {
-			p := strings.ReplaceAll(path, "{tid}", threads[client])
-			start := time.Now()
-			resp, err := post(p, waitBody)
-			if err != nil {
-				return 0, err
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				return 0, err
-			}
-			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"hi"`)) {
-				return 0, fmt.Errorf("POST %s: %d %s", p, resp.StatusCode, b)
-			}
-			return time.Since(start), nil
-		}
-	}
-	firstEvent := func(int) (time.Duration, error) {
-		start := time.Now()
-		resp, err := post("/runs/stream", waitBody)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		r := bufio.NewReader(resp.Body)
-		line, err := r.ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "event: metadata") {
-			return 0, fmt.Errorf("first SSE line %q: %v", line, err)
-		}
-		d := time.Since(start)
-		_, _ = io.Copy(io.Discard, r)
-		return d, nil
-	}
-
-	fmt.Printf("graphserver load test: one-node graph, SQLite (%s), %d clients, %d runs per scenario\n", filepath.Base(dbPath), clients, runs)
-	for _, sc := range []struct {
-		name string
-		fn   func(int) (time.Duration, error)
-	}{
-		{"POST /runs/wait (stateless)", wait("/runs/wait")},
-		{"POST /threads/{id}/runs/wait", wait("/threads/{tid}/runs/wait")},
-		{"POST /runs/stream: time to first event", firstEvent},
-	} {
-		if !strings.Contains(sc.name, only) {
-			continue
-		}
-		if _, err := measure(clients, runs/10, sc.fn); err != nil { // warm-up
-			return err
-		}
-		res, err := measure(clients, runs, sc.fn)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("%-42s %8.0f runs/s   p50 %6.2f ms   p99 %6.2f ms\n", sc.name, res.rate, ms(res.p50), ms(res.p99))
-	}
-	return nil
+// options are the command's flags.
+type options struct {
+	n           int
+	clients     int
+	repeat      int
+	subscribers int
+	only        string
+	url         string
+	js          string
+	jsName      string
+	inProcess   bool
+	serve       bool
+	server      serveConfig
 }
 
-type result struct {
-	rate     float64
-	p50, p99 time.Duration
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.n, "n", 5000, "requests per measurement")
+	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients")
+	fs.IntVar(&o.repeat, "repeat", 1, "measurements per row and server (the table gives their range)")
+	fs.IntVar(&o.subscribers, "subscribers", 10000, "idle SSE subscribers to join (0 skips the row)")
+	fs.StringVar(&o.only, "only", "", "run only the rows whose key (threads, store-put, store-get, wait-stateless, wait-thread, stream-first, subscribers) contains this text")
+	fs.StringVar(&o.url, "url", "", "measure the graphserver at this base URL instead of starting one")
+	fs.StringVar(&o.js, "js", "", "also measure the server at this base URL (the LangGraph JS dev server, see bench/)")
+	fs.StringVar(&o.jsName, "js-name", "JS dev server", "name of the -js server in the table")
+	fs.BoolVar(&o.inProcess, "inprocess", false, "run the graphserver in this process (no RSS figure; for tests)")
+	fs.BoolVar(&o.serve, "serve", false, "only serve (the process the load test starts): print the address, serve until stdin closes")
+	fs.StringVar(&o.server.db, "db", "", "SQLite file of the started server (default: a new temp file)")
+	fs.TextVar(&o.server.logLevel, "log-level", slog.LevelWarn, "log level of the started server (info logs every request, as the quickstart does)")
+	fs.StringVar(&o.server.cpu, "cpuprofile", "", "write a CPU profile of the started server to this file")
+	fs.StringVar(&o.server.mutex, "mutexprofile", "", "write a mutex profile of the started server to this file")
+	fs.StringVar(&o.server.block, "blockprofile", "", "write a block profile of the started server to this file")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.n < 1 || o.clients < 1 || o.repeat < 1 || o.subscribers < 0 {
+		return nil, errors.New("-n, -clients and -repeat must be at least 1, -subscribers at least 0")
+	}
+	return o, nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// run parses args and runs the load test (or, with -serve, the server).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if o.serve {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { // the load test closes our stdin to stop us
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			cancel()
+		}()
+		return serve(ctx, o.server, stdout, stderr)
+	}
 
-// measure runs fn n times from clients goroutines.
-func measure(clients, n int, fn func(client int) (time.Duration, error)) (result, error) {
-	var next atomic.Int64
-	lat := make([][]time.Duration, clients)
-	errs := make([]error, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := range clients {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				d, err := fn(c)
-				if err != nil {
-					errs[c] = err
-					return
-				}
-				lat[c] = append(lat[c], d)
-			}
-		})
+	gs, err := startTarget(ctx, o, stderr)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	var all []time.Duration
-	for c := range clients {
-		if errs[c] != nil {
-			return result{}, errs[c]
+	defer gs.stop()
+	targets := []*target{gs}
+	if o.js != "" {
+		js, err := externalTarget(o.jsName, o.js, o.clients)
+		if err != nil {
+			return err
 		}
-		all = append(all, lat[c]...)
+		targets = append(targets, js)
 	}
-	slices.Sort(all)
-	if len(all) == 0 {
-		return result{}, fmt.Errorf("no runs")
-	}
-	return result{rate: float64(len(all)) / elapsed.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
+	return loadTest(ctx, o, targets, stdout)
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRun runs every row briefly against an in-process server and checks
+// the table: each row measured (a failed request fails the run).
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-inprocess", "-n", "40", "-clients", "2", "-subscribers", "20", "-log-level", "error"}, &out, io.Discard)
+	require.NoError(t, err)
+	table := out.String()
+	for _, sc := range scenarios {
+		require.Contains(t, table, "| "+sc.name+" | ", table)
+	}
+	require.Contains(t, table, "| 20 idle joined SSE subscribers: server RSS | 20 joined in ", table)
+	require.NotContains(t, table, "| 0/s", table)
+}
+
+// TestRunAgainst measures two servers and prints their ratio.
+func TestRunAgainst(t *testing.T) {
+	var out bytes.Buffer
+	other, err := startTarget(t.Context(), &options{inProcess: true, clients: 2}, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, other.stop()) })
+	err = run(t.Context(), []string{"-inprocess", "-n", "20", "-clients", "2", "-subscribers", "0", "-only", "threads",
+		"-js", other.base, "-js-name", "other", "-repeat", "2"}, &out, io.Discard)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, "| scenario | graphserver | p50 | p99 | CPU/req | other | p50 | p99 | CPU/req | graphserver ÷ other |", lines[len(lines)-3])
+	require.Regexp(t, `^\| POST /threads \| .* \| [0-9.]+× rate, [0-9.]+× faster p50(, [0-9.]+× less CPU)? \|$`, lines[len(lines)-1])
+}
+
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{{"-n", "0"}, {"-clients", "0"}, {"-subscribers", "-1"}, {"-bogus"}} {
+		require.Error(t, run(t.Context(), args, io.Discard, io.Discard), args)
+	}
+}

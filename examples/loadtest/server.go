@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/graph"
+	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/sqlite"
+)
+
+// serveConfig is how the measured server is set up.
+type serveConfig struct {
+	db       string     // SQLite file; "" = a new temp file, removed at exit
+	logLevel slog.Level // the quickstart logs requests at info, the reference server at warn
+	cpu      string     // profile files ("" = none)
+	mutex    string
+	block    string
+}
+
+// graphs are the loadtest's graphs: "echo", one node returning its input
+// (the "one-node graph"), and "wait", one node that sleeps for
+// input.seconds or until the run is cancelled (the idle-subscriber
+// scenario's long run). bench/graph.mjs holds the same two for the JS dev
+// server.
+func graphs() map[string]graphserver.Graph {
+	echo := graph.Func("echo", func(_ context.Context, input any) (any, error) { return input, nil })
+	wait := graph.Func("wait", func(ctx context.Context, input any) (any, error) {
+		secs := 60.0
+		if m, ok := input.(map[string]any); ok {
+			if s, ok := m["seconds"].(float64); ok {
+				secs = s
+			}
+		}
+		t := time.NewTimer(time.Duration(secs * float64(time.Second)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		return input, nil
+	})
+	return map[string]graphserver.Graph{"echo": echo, "wait": wait}
+}
+
+// serve runs the measured server, wired as examples/quickstart wires it
+// (sqlite.Open, graphserver.New, httpapi.New with default options), on a
+// free loopback port. It prints "listening on http://HOST:PORT" to stdout
+// and serves until ctx ends.
+func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err error) {
+	stopProfiles, err := startProfiles(c)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProfiles()) }()
+
+	if c.db == "" {
+		dir, err := os.MkdirTemp("", "gs-loadtest-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c.db = filepath.Join(dir, "graphserver.db")
+	}
+	db, err := sqlite.Open(c.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Graphs: graphs(), Logger: logger})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	defer srv.Close(context.WithoutCancel(ctx))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{}), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	select {
+	case err = <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Streams still open (idle subscribers) would hold Shutdown: close.
+	_ = hs.Close()
+	<-served
+	return nil
+}
+
+// startProfiles starts the profiles c asks for; the returned function
+// writes them.
+func startProfiles(c serveConfig) (func() error, error) {
+	var stops []func() error
+	if c.cpu != "" {
+		f, err := os.Create(c.cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		stops = append(stops, func() error { pprof.StopCPUProfile(); return f.Close() })
+	}
+	write := func(name, file string) func() error {
+		return func() error {
+			f, err := os.Create(file)
+			if err != nil {
+				return err
+			}
+			return errors.Join(pprof.Lookup(name).WriteTo(f, 0), f.Close())
+		}
+	}
+	if c.mutex != "" {
+		runtime.SetMutexProfileFraction(5)
+		stops = append(stops, write("mutex", c.mutex))
+	}
+	if c.block != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+		stops = append(stops, write("block", c.block))
+	}
+	return func() error {
+		var errs []error
+		for _, stop := range stops {
+			errs = append(errs, stop())
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+// waitInput is the input of the idle-subscriber scenario's run.
+func waitInput(seconds float64) string {
+	b, _ := json.Marshal(map[string]any{"assistant_id": "wait", "input": map[string]any{"seconds": seconds}})
+	return string(b)
+}
