@@ -212,6 +212,27 @@ func TestStateAndHistoryAgree(t *testing.T) {
 		require.Contains(t, *st.Tasks[0].Error, "InvalidUpdateError(")
 		require.Equal(t, []any{}, st.Values.(map[string]any)["messages"])
 	})
+	t.Run("cancelled after a node finished", func(t *testing.T) {
+		t.Parallel()
+		// the node's writes are kept for the next run (it does not run
+		// again), and both routes show them folded into the latest state
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		g := graph.New(graph.Channels{"messages": graph.AddMessages()})
+		g.AddNode("chat", func(context.Context, graph.State) (any, error) {
+			cancel(context.Canceled)
+			return graph.Update{"messages": graph.AI("reply")}, nil
+		})
+		g.AddNode("after", func(context.Context, graph.State) (any, error) { return nil, nil })
+		g.AddEdge(graph.Start, "chat").AddEdge("chat", "after")
+		h := newHarness(t, compile(t, g, graph.CompileOptions{}))
+		err := h.g.Run(ctx, &graphserver.GraphRun{ThreadID: h.thread, Checkpointer: h.cp, Input: json.RawMessage(`{"messages": ["hi"]}`)}, nil)
+		require.ErrorIs(t, err, context.Canceled)
+		st, hist := h.state(), h.history()
+		require.JSONEq(t, jsonOf(t, st), jsonOf(t, hist[0]))
+		require.Equal(t, []string{"hi", "reply"}, contents(st, "messages"))
+		require.Empty(t, st.Next)
+	})
 	t.Run("older checkpoint", func(t *testing.T) {
 		t.Parallel()
 		// the failed step is no longer the latest once the thread moved on:

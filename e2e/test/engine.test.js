@@ -110,3 +110,18 @@ test("Overwrite replaces a reducer channel: {\"__overwrite__\": value}", async (
   assert.deepEqual(state.values.messages.map((m) => m.content), ["start over"]);
   assert.equal(typeof state.values.messages[0].id, "string");
 });
+
+test("a cancelled run: getState and getHistory agree, the stopped node's write is not in either", async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "delay", { input: { messages: [human("hi")], delay: 30000 } });
+  for (let i = 0; i < 200 && (await client.runs.get(thread.thread_id, run.run_id)).status !== "running"; i++) {
+    await new Promise((ok) => setTimeout(ok, 25));
+  }
+  await client.runs.cancel(thread.thread_id, run.run_id, true);
+  assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "interrupted");
+  const state = await client.threads.getState(thread.thread_id);
+  const [latest] = await client.threads.getHistory(thread.thread_id, { limit: 1 });
+  assert.deepEqual(latest, state);
+  assert.deepEqual(state.values.messages.map((m) => m.content), ["hi"]);
+  assert.deepEqual(state.next, ["long_running"]);
+});
