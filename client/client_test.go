@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -435,4 +436,26 @@ func TestPathPrefix(t *testing.T) {
 	_, err = c.Threads.Get(t.Context(), "00000000-0000-4000-8000-000000000000")
 	requireCode(t, err, graphserver.ENOTFOUND)
 	require.True(t, strings.HasSuffix(e.url+"/api", "/api"))
+}
+
+// TestRunErrorShapes: the failure shapes servers send in error events and
+// wait outputs.
+func TestRunErrorShapes(t *testing.T) {
+	t.Parallel()
+	for out, want := range map[string]client.RunError{
+		`{"__error__": {"error": "ValueError", "message": "boom"}}`:                                      {Name: "ValueError", Message: "boom"},
+		`{"__error__": "{\"error\":\"Error\",\"message\":\"boom\"}"}`:                                    {Name: "Error", Message: "boom"},     // JS dev server
+		`{"__error__": {"error": "Error", "message": "{\"error\":\"TypeError\",\"message\":\"boom\"}"}}`: {Name: "TypeError", Message: "boom"}, // JS dev server
+		`{"__error__": "Run not found"}`:                                                                 {Name: "Error", Message: "Run not found"},
+		`{"__error__": {"message": "no name"}}`:                                                          {Name: "Error", Message: "no name"},
+	} {
+		var re *client.RunError
+		require.ErrorAs(t, client.OutputError(json.RawMessage(out)), &re, out)
+		require.Equal(t, want, *re)
+	}
+	for _, out := range []string{`{"a": 1}`, `{"__error__": null}`, `[1]`, `null`, ``} {
+		require.NoError(t, client.OutputError(json.RawMessage(out)), out)
+	}
+	require.NoError(t, client.RunErrorOf(graphserver.StreamEvent{Event: "values", Data: json.RawMessage(`{}`)}))
+	require.EqualError(t, client.RunErrorOf(graphserver.StreamEvent{Event: "error", Data: json.RawMessage(`"Run not found"`)}), "Error: Run not found")
 }

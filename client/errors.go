@@ -132,18 +132,33 @@ func (e *RunError) Error() string { return e.Name + ": " + e.Message }
 // remote exception.
 func (e *RunError) ErrorName() string { return e.Name }
 
-// runError decodes the data of an error event: {"error", "message"}, or a
-// bare string (the JS dev server's "Run not found").
+// runError decodes the data of an error event: {"error", "message"}, that
+// object JSON-encoded in a string or in the message (the JS dev server's
+// wait output), or a bare string (the JS dev server's "Run not found").
 func runError(data json.RawMessage) *RunError {
 	var e RunError
 	if json.Unmarshal(data, &e) == nil && (e.Name != "" || e.Message != "") {
 		if e.Name == "" {
 			e.Name = "Error"
 		}
+		// the JS dev server's wait output puts the whole error object,
+		// JSON-encoded, in the message
+		var inner RunError
+		if m := []byte(e.Message); bytes.HasPrefix(m, []byte("{")) && json.Unmarshal(m, &inner) == nil && inner.Message != "" {
+			e.Message = inner.Message
+			if inner.Name != "" {
+				e.Name = inner.Name
+			}
+		}
 		return &e
 	}
 	var s string
 	if json.Unmarshal(data, &s) == nil {
+		// the JS dev server's wait output holds the error event's data
+		// JSON-encoded once more
+		if inner := []byte(s); json.Valid(inner) && bytes.HasPrefix(bytes.TrimSpace(inner), []byte("{")) {
+			return runError(inner)
+		}
 		return &RunError{Name: "Error", Message: s}
 	}
 	return &RunError{Name: "Error", Message: string(data)}
