@@ -178,7 +178,7 @@ func dbSnapshot(t *testing.T, raw *sql.DB) string {
 	return b.String()
 }
 
-var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
+var routeParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // TestBadInputEveryRoute sends malformed, mistyped, huge, deep, invalid
 // UTF-8 and NUL-laden input to every route the handler serves (read from
@@ -269,9 +269,9 @@ func TestBadInputEveryRoute(t *testing.T) {
 	require.NotEmpty(t, routes)
 	for _, rt := range routes {
 		method, pattern, _ := strings.Cut(rt.pattern, " ")
-		params := pathParam.FindAllStringSubmatch(pattern, -1)
+		params := routeParam.FindAllStringSubmatch(pattern, -1)
 		fill := func(bad map[string]string) string {
-			return ts.URL + pathParam.ReplaceAllStringFunc(pattern, func(m string) string {
+			return ts.URL + routeParam.ReplaceAllStringFunc(pattern, func(m string) string {
 				name := m[1 : len(m)-1]
 				if v, ok := bad[name]; ok {
 					return v
