@@ -59,7 +59,7 @@ func marshalObject(o graphserver.Object) (string, error) {
 // object.
 func unmarshalObject(s string) (graphserver.Object, error) {
 	o := graphserver.Object{}
-	if s == "" || s == "null" {
+	if s == "" || s == "null" || s == "{}" {
 		return o, nil
 	}
 	if err := json.Unmarshal([]byte(s), &o); err != nil {

@@ -3,7 +3,12 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,12 +70,73 @@ func TestOpen(t *testing.T) {
 		require.Error(t, db.WriteThroughReader(t.Context()), "reader connections are query-only")
 	})
 
+	t.Run("Exclusive", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "gs.db")
+		db, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: true})
+		require.NoError(t, err)
+		defer db.Close()
+		// Another DB in this process shares the file.
+		db2, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: true})
+		require.NoError(t, err)
+		_, err = db2.CreateAssistant(t.Context(), &graphserver.Assistant{AssistantID: "a1", GraphID: "g"}, "", nil)
+		require.NoError(t, err)
+		require.NoError(t, db2.Close())
+		_, err = db.GetAssistant(t.Context(), "a1", nil)
+		require.NoError(t, err)
+		// Another process cannot open it (an exclusive Open says so at once;
+		// a shared one would wait for the busy timeout first).
+		require.Equal(t, graphserver.EUNAVAILABLE, openInChild(t, path, true))
+		require.NoError(t, db.Close())
+		require.Equal(t, "ok", openInChild(t, path, true))
+	})
+
+	t.Run("Shared", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "gs.db")
+		db, err := sqlite.Open(path)
+		require.NoError(t, err)
+		defer db.Close()
+		require.Equal(t, "ok", openInChild(t, path, false))
+		require.Equal(t, graphserver.EUNAVAILABLE, openInChild(t, path, true), "shared with another process: not exclusive")
+		_, err = db.CreateAssistant(t.Context(), &graphserver.Assistant{AssistantID: "a1", GraphID: "g"}, "", nil)
+		require.NoError(t, err)
+	})
+
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		db := openDB(t)
 		require.NoError(t, db.Ping(t.Context()))
 		require.NoError(t, db.Optimize(t.Context()))
 	})
+}
+
+// openInChild opens path in a child process (this test binary running
+// TestOpenChild) and returns "ok" or the error code it got.
+func openInChild(t *testing.T, path string, exclusive bool) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestOpenChild$")
+	cmd.Env = append(os.Environ(), "GS_OPEN_CHILD="+path, "GS_OPEN_CHILD_EXCLUSIVE="+strconv.FormatBool(exclusive))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`open: (\S+)`).FindSubmatch(out)
+	require.NotNil(t, m, "%s", out)
+	return string(m[1])
+}
+
+// TestOpenChild is the child process of openInChild.
+func TestOpenChild(t *testing.T) {
+	path := os.Getenv("GS_OPEN_CHILD")
+	if path == "" {
+		t.Skip("the child process of openInChild")
+	}
+	db, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: os.Getenv("GS_OPEN_CHILD_EXCLUSIVE") == "true"})
+	if err != nil {
+		fmt.Printf("open: %s\n", graphserver.ErrorCode(err))
+		return
+	}
+	fmt.Println("open: ok")
+	require.NoError(t, db.Close())
 }
 
 func migrationRows(t *testing.T, db *sqlite.DB) []string {

@@ -132,4 +132,59 @@ func TestStmtCache(t *testing.T) {
 		require.NoError(t, tx.Commit())
 		require.Equal(t, stmtCacheSize, cacheLen(t, db))
 	})
+
+	t.Run("Transactions", func(t *testing.T) {
+		t.Parallel()
+		db := openCachedPool(t)
+		base := cacheLen(t, db)
+		for i, commit := range []bool{true, false, true} {
+			tx, err := db.Begin()
+			require.NoError(t, err)
+			_, err = tx.Exec(`INSERT INTO t (x) VALUES (?)`, 10+i)
+			require.NoError(t, err)
+			if commit {
+				require.NoError(t, tx.Commit())
+			} else {
+				require.NoError(t, tx.Rollback())
+			}
+		}
+		var got []int
+		rows, err := db.Query(`SELECT x FROM t WHERE x >= 10 ORDER BY x`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var x int
+			require.NoError(t, rows.Scan(&x))
+			got = append(got, x)
+		}
+		require.NoError(t, rows.Close())
+		require.Equal(t, []int{10, 12}, got)
+		// BEGIN, COMMIT, ROLLBACK, the insert and the select: cached once.
+		require.Equal(t, base+5, cacheLen(t, db))
+	})
+
+	t.Run("CancelledContext", func(t *testing.T) {
+		t.Parallel()
+		db := openCachedPool(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := db.ExecContext(ctx, `INSERT INTO t (x) VALUES (7)`)
+		require.ErrorIs(t, err, context.Canceled)
+		var n int
+		require.NoError(t, db.QueryRow(`SELECT count(*) FROM t`).Scan(&n))
+		require.Equal(t, 5, n, "a statement whose context is done does not run")
+	})
+}
+
+func TestCachingConnectorBegin(t *testing.T) {
+	t.Parallel()
+	for dsn, want := range map[string]string{
+		"x.db":                             "BEGIN",
+		"x.db?_txlock=deferred":            "BEGIN",
+		"x.db?_txlock=immediate":           "BEGIN IMMEDIATE",
+		"x.db?_pragma=a&_txlock=exclusive": "BEGIN EXCLUSIVE",
+	} {
+		c, err := newCachingConnector(dsn)
+		require.NoError(t, err)
+		require.Equal(t, want, c.(cachingConnector).begin, dsn)
+	}
 }

@@ -81,19 +81,23 @@ func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
 	for _, e := range w.Index {
 		texts = append(texts, e.Text)
 	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	indexed := len(w.Index) > 0
+	// Grouped: the commit, most of the cost of a put, is shared with the
+	// writes queued meanwhile.
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var prev struct {
 			ID        int64          `db:"id"`
 			CreatedAt string         `db:"created_at"`
 			UpdatedAt string         `db:"updated_at"`
 			ExpiresAt sql.NullString `db:"expires_at"`
+			Indexed   bool           `db:"indexed"`
 		}
 		var id int64
-		err := tx.GetContext(ctx, &prev, `SELECT id, created_at, updated_at, expires_at FROM store_items WHERE namespace = ? AND key = ?`, ns, w.Key)
+		err := tx.GetContext(ctx, &prev, `SELECT id, created_at, updated_at, expires_at, indexed FROM store_items WHERE namespace = ? AND key = ?`, ns, w.Key)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			res, err := tx.ExecContext(ctx, `INSERT INTO store_items (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, ns, w.Key, value, formatTime(now), formatTime(now), ttl, expires)
+			res, err := tx.ExecContext(ctx, `INSERT INTO store_items (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at, indexed)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ns, w.Key, value, formatTime(now), formatTime(now), ttl, expires, indexed)
 			if err != nil {
 				return fmt.Errorf("insert store item: %w", err)
 			}
@@ -118,15 +122,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, ns, w.Key, value, formatTime(now), formatTime(now
 				}
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE store_items
-SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ? WHERE id = ?`,
-				value, created, formatTime(updated), ttl, expires, id); err != nil {
+SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, indexed = ? WHERE id = ?`,
+				value, created, formatTime(updated), ttl, expires, indexed, id); err != nil {
 				return fmt.Errorf("update store item: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM store_vectors WHERE item_id = ?`, id); err != nil {
-				return fmt.Errorf("delete store vectors: %w", err)
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM store_fts WHERE rowid = ?`, id); err != nil {
-				return fmt.Errorf("delete store text: %w", err)
+			if prev.Indexed { // else there is nothing to delete
+				if _, err := tx.ExecContext(ctx, `DELETE FROM store_vectors WHERE item_id = ?`, id); err != nil {
+					return fmt.Errorf("delete store vectors: %w", err)
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM store_fts WHERE rowid = ?`, id); err != nil {
+					return fmt.Errorf("delete store text: %w", err)
+				}
 			}
 		}
 		for i, e := range w.Index {
@@ -151,12 +157,12 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ? W
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	nowS := formatTime(now)
 	var r itemRow
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
-		return tx.GetContext(ctx, &r, `SELECT `+itemColumns+` FROM store_items
+	// One statement: no read transaction around it (its BEGIN and COMMIT
+	// would cost as much as the query).
+	err := db.reader.GetContext(ctx, &r, `SELECT `+itemColumns+` FROM store_items
 WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, strings.Join(namespace, "."), key, nowS)
-	})
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	if refresh && r.TTLMinutes.Valid {
 		if err := db.refreshItems(ctx, []itemRow{r}, now); err != nil {

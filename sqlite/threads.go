@@ -57,7 +57,7 @@ func (r *threadRow) thread() (*graphserver.Thread, error) {
 		return nil, err
 	}
 	t.Interrupts = map[string][]graphserver.Interrupt{}
-	if r.Interrupts != "" && r.Interrupts != "null" {
+	if r.Interrupts != "" && r.Interrupts != "null" && r.Interrupts != "{}" {
 		if err := json.Unmarshal([]byte(r.Interrupts), &t.Interrupts); err != nil {
 			return nil, fmt.Errorf("decode stored interrupts: %w", err)
 		}
@@ -151,10 +151,14 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 		ttlExpires = nullTime(exp)
 	}
 
+	// The row as inserted: what the thread reads back as, without reading it.
+	row := threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(created), UpdatedAt: formatTime(updated),
+		StateUpdatedAt: formatTime(stateUpdated), Metadata: metadata, Config: config, Context: tctx, Status: status,
+		Values: values, Interrupts: interrupts, Error: errv, TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}
 	var out *graphserver.Thread
-	err = db.write(ctx, func(tx *sqlx.Tx) error {
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ThreadID, formatTime(created), formatTime(updated), formatTime(stateUpdated), metadata, config, tctx, status,
+			row.ThreadID, row.CreatedAt, row.UpdatedAt, row.StateUpdatedAt, metadata, config, tctx, status,
 			values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires)
 		if isConstraint(err) {
 			conflict := graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
@@ -169,7 +173,7 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 		} else if err != nil {
 			return fmt.Errorf("insert thread: %w", err)
 		}
-		out, err = getThread(ctx, tx, t.ThreadID, nil)
+		out, err = row.thread()
 		return err
 	})
 	if err != nil {

@@ -57,7 +57,8 @@ func graphs() map[string]graphserver.Graph {
 }
 
 // serve runs the measured server, wired as examples/quickstart wires it
-// (sqlite.Open, graphserver.New, httpapi.New with default options), on a
+// (sqlite.OpenWith Exclusive, graphserver.New, httpapi.New with default
+// options), on a
 // free loopback port. It prints "listening on http://HOST:PORT" to stdout
 // and serves until ctx ends.
 func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err error) {
@@ -75,7 +76,7 @@ func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err er
 		defer os.RemoveAll(dir)
 		c.db = filepath.Join(dir, "graphserver.db")
 	}
-	db, err := sqlite.Open(c.db)
+	db, err := sqlite.OpenWith(c.db, sqlite.OpenOptions{Exclusive: true}) // as the quickstart does
 	if err != nil {
 		return err
 	}

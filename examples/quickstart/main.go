@@ -111,7 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := c.newLogger(stderr)
 
-	db, err := sqlite.Open(c.db)
+	// The quickstart is the only process using its file: transactions then
+	// lock in memory instead of through system calls.
+	db, err := sqlite.OpenWith(c.db, sqlite.OpenOptions{Exclusive: true})
 	if err != nil {
 		return err
 	}

@@ -8,11 +8,18 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-// Benchmark measures the storage operations a run performs most: creating
-// threads, writing checkpoints with delta blobs, reading the latest
-// checkpoint at the end of a long delta chain, listing history, and
-// searching threads. open must return a fresh, empty storage.
+// Benchmark measures the storage operations behind the API's hot paths
+// (the rows of examples/loadtest): creating threads, putting and getting
+// store items, the storage side of a stateless run and of a run on a
+// thread (create, claim, checkpoints, finish), reading assistants and
+// threads; and what long threads do: writing checkpoints with delta
+// blobs, reading the latest checkpoint at the end of a long delta chain,
+// listing history, and searching threads. The /parallel variants call
+// from several goroutines, as concurrent requests do, so that a driver's
+// group commit shows. open must return a fresh, empty storage.
 func Benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage) {
+	benchmarkHotPaths(b, open)
+
 	b.Run("CreateThread", func(b *testing.B) {
 		st := open(b)
 		b.ReportAllocs()

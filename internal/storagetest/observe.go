@@ -64,7 +64,7 @@ func exerciseObserve(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.NoError(t, err)
 		require.NotNil(t, qr)
 		writes := rec.writes()
-		require.NotEmpty(t, writes, "a run created and claimed: at least one write reported")
+		require.NotEmpty(t, writes, "a thread and a run created, the run claimed: at least one write reported")
 		total := 0
 		for _, w := range writes {
 			require.NoError(t, w.Err)
@@ -72,7 +72,9 @@ func exerciseObserve(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 			require.Positive(t, w.Duration)
 			total += w.Size
 		}
-		require.LessOrEqual(t, total, 2, "each write is reported once")
+		// Three writes at most (the thread, the run, the claim), each
+		// reported once, whichever of them the driver groups.
+		require.LessOrEqual(t, total, 3, "each write is reported once")
 	})
 }
 

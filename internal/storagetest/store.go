@@ -297,6 +297,47 @@ func exerciseStore(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Empty(t, search(t, b, graphserver.ItemQuery{Query: "cats"}))
 	})
 
+	t.Run("IndexEntriesFollowTheItem", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		text := func(s string) func(*graphserver.ItemWrite) {
+			return func(w *graphserver.ItemWrite) { w.Index = []graphserver.ItemIndexEntry{{Path: "text", Text: s}} }
+		}
+		vec := func(w *graphserver.ItemWrite) {
+			w.Index = []graphserver.ItemIndexEntry{{Path: "$", Text: "t", Vector: []float32{1, 0}}}
+		}
+		ns := []string{"ix"}
+		scored := func(items []graphserver.SearchItem) []string {
+			out := []string{}
+			for _, it := range items {
+				if it.Score != nil {
+					out = append(out, it.Key)
+				}
+			}
+			return out
+		}
+		// Indexed, then replaced without index entries: its text and vector go.
+		put(t, b, ns, "a", graphserver.Object{}, storeT0, text("zebra crossing"))
+		put(t, b, ns, "v", graphserver.Object{}, storeT0, vec)
+		put(t, b, ns, "a", graphserver.Object{}, storeT0)
+		put(t, b, ns, "v", graphserver.Object{}, storeT0)
+		require.Empty(t, search(t, b, graphserver.ItemQuery{Query: "zebra"}))
+		require.Empty(t, scored(search(t, b, graphserver.ItemQuery{Vector: []float32{1, 0}, Query: "x"})))
+		// Not indexed, then replaced with index entries: found.
+		put(t, b, ns, "a", graphserver.Object{}, storeT0, text("yak herd"))
+		put(t, b, ns, "v", graphserver.Object{}, storeT0, vec)
+		require.Equal(t, []string{"ix/a"}, keys(search(t, b, graphserver.ItemQuery{Query: "yak"})))
+		require.Equal(t, []string{"v"}, scored(search(t, b, graphserver.ItemQuery{Vector: []float32{1, 0}, Query: "x"})))
+		// Deleted, its key put again without index entries: the old text does
+		// not come back with it (nor with a new item that may reuse its row).
+		require.NoError(t, b.st.DeleteItem(b.ctx, ns, "a"))
+		require.NoError(t, b.st.DeleteItem(b.ctx, ns, "v"))
+		put(t, b, ns, "a", graphserver.Object{}, storeT0)
+		put(t, b, ns, "b", graphserver.Object{}, storeT0)
+		require.Empty(t, search(t, b, graphserver.ItemQuery{Query: "yak"}))
+		require.Empty(t, scored(search(t, b, graphserver.ItemQuery{Vector: []float32{1, 0}, Query: "x"})))
+	})
+
 	t.Run("VectorSearch", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
