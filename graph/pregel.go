@@ -37,7 +37,7 @@ type task struct {
 	interrupts []graphserver.Interrupt
 	resume     []any
 	runErr     error
-	bubble     bool // it sent a Command on to a parent graph
+	bubble     bool // it sent a Command on to a parent graph, or was stopped by the run's end: nothing is saved for it
 }
 
 type write struct {
@@ -1010,6 +1010,15 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 		t.runErr, t.bubble, t.writes = err, true, nil
 		t.ran = true
 		return
+	case err != nil && stoppedBy(ctx, err):
+		// The run was cancelled (or ran out of time) under the node, which
+		// gave up: the task did not fail, it was stopped, and it runs again
+		// when the thread is resumed. Nothing is recorded for it, so the
+		// thread's state shows it pending, without an error (a chat page
+		// reloaded after Stop shows no error).
+		t.runErr, t.bubble, t.writes = err, true, nil
+		t.ran = true
+		return
 	case err != nil:
 		t.runErr = err
 		t.errRec = map[string]any{"error": graphserver.ErrorName(err), "message": err.Error()}
@@ -1017,6 +1026,13 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 	}
 	t.ran = true
 	r.rc.taskEnd(r, t, step, out)
+}
+
+// stoppedBy reports whether err is the end of ctx (the run's), seen by a
+// node that gave up because of it.
+func stoppedBy(ctx context.Context, err error) bool {
+	cause := context.Cause(ctx)
+	return cause != nil && (errors.Is(err, cause) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // attempt runs a task once (LangGraph's run_with_retry runs it again on a

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/graphserver/graphserver"
@@ -232,6 +233,38 @@ func TestStateAndHistoryAgree(t *testing.T) {
 		require.JSONEq(t, jsonOf(t, st), jsonOf(t, hist[0]))
 		require.Equal(t, []string{"hi", "reply"}, contents(st, "messages"))
 		require.Empty(t, st.Next)
+	})
+	t.Run("cancelled while a node runs", func(t *testing.T) {
+		t.Parallel()
+		// the node stopped by the cancel neither finished nor failed: it is
+		// pending, with no error, and runs again when the thread resumes
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		started := make(chan struct{})
+		runs := 0
+		g := graph.New(graph.Channels{"messages": graph.AddMessages()})
+		g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
+			runs++
+			if runs == 1 {
+				close(started)
+				<-ctx.Done()
+				return nil, context.Cause(ctx)
+			}
+			return graph.Update{"messages": graph.AI("reply")}, nil
+		})
+		g.AddEdge(graph.Start, "chat")
+		h := newHarness(t, compile(t, g, graph.CompileOptions{}))
+		go func() { <-started; cancel(errors.New("run cancelled (interrupt)")) }()
+		err := h.g.Run(ctx, &graphserver.GraphRun{ThreadID: h.thread, Checkpointer: h.cp, Input: json.RawMessage(`{"messages": ["hi"]}`)}, nil)
+		require.EqualError(t, err, "run cancelled (interrupt)")
+		st, hist := h.state(), h.history()
+		require.JSONEq(t, jsonOf(t, st), jsonOf(t, hist[0]))
+		require.Equal(t, []string{"chat"}, st.Next)
+		require.Nil(t, st.Tasks[0].Error, "a stopped task is no failure")
+		require.Equal(t, []string{"hi"}, contents(st, "messages"))
+		_, err = h.run(graphserver.GraphRun{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"hi", "reply"}, contents(h.state(), "messages"))
 	})
 	t.Run("older checkpoint", func(t *testing.T) {
 		t.Parallel()

@@ -124,4 +124,5 @@ test("a cancelled run: getState and getHistory agree, the stopped node's write i
   assert.deepEqual(latest, state);
   assert.deepEqual(state.values.messages.map((m) => m.content), ["hi"]);
   assert.deepEqual(state.next, ["long_running"]);
+  assert.equal(state.tasks[0].error, null, "a node stopped by the cancel did not fail");
 });
