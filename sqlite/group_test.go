@@ -77,6 +77,25 @@ func TestGroupWriter(t *testing.T) {
 		require.Equal(t, []int{1, 3}, groupRows(t, db))
 	})
 
+	t.Run("AloneWithoutSavepoint", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		boom := errors.New("boom")
+		one := func(fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+			r := &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)}
+			db.runGroup([]*writeReq{r})
+			return <-r.done
+		}
+		require.ErrorIs(t, one(func(ctx context.Context, tx *sqlx.Tx) error {
+			require.NoError(t, insertG(5)(ctx, tx))
+			return boom
+		}), boom)
+		require.Empty(t, groupRows(t, db), "a failed write alone in its group is rolled back")
+		require.NoError(t, one(insertG(6)))
+		require.Equal(t, graphserver.ECONFLICT, codeOf(one(insertG(6))))
+		require.Equal(t, []int{6}, groupRows(t, db))
+	})
+
 	t.Run("Concurrent", func(t *testing.T) {
 		t.Parallel()
 		db := openGroupDB(t)

@@ -103,13 +103,17 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 				return errCronFired(opts.Cron)
 			}
 		}
-		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+		inserted := false
+		if err := checkThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 			if opts.CreateThread == nil {
 				return err
 			}
-			if err := insertThread(ctx, tx, opts.CreateThread); err != nil {
+			// Inserted as the update below would leave it: busy, with the
+			// metadata and config of the run.
+			if err := insertThread(ctx, tx, opts.CreateThread, threadMeta, threadCfg, now); err != nil {
 				return err
 			}
+			inserted = true
 		} else if err != nil {
 			return err
 		}
@@ -156,6 +160,9 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 			r.MultitaskStrategy, kwargs, attempt, owner, lease, holder); err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
+		if inserted {
+			return nil
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'busy', metadata = json_patch(metadata, ?),
 			config = coalesce(?, config), updated_at = ? WHERE thread_id = ?`,
 			threadMeta, threadCfg, now, r.ThreadID); err != nil {
@@ -169,8 +176,10 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	return res, nil
 }
 
-// insertThread inserts a new thread row inside tx.
-func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread) error {
+// insertThread inserts a new thread row inside tx for a run: status busy,
+// metaPatch merged into its metadata (json_patch), config replaced by cfg
+// when valid, updated at updatedAt.
+func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread, metaPatch string, cfg sql.NullString, updatedAt string) error {
 	metadata, err := marshalObject(t.Metadata)
 	if err != nil {
 		return err
@@ -189,8 +198,8 @@ func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread) error
 	}
 	ts := formatTime(t.CreatedAt)
 	_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, created_at, updated_at, state_updated_at, metadata,
-		config, context, status, state_values, interrupts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')`,
-		t.ThreadID, ts, ts, ts, metadata, config, tctx, cmp.Or(t.Status, graphserver.ThreadIdle), values)
+		config, context, status, state_values, interrupts) VALUES (?, ?, ?, ?, json_patch(?, ?), coalesce(?, ?), ?, 'busy', ?, '{}')`,
+		t.ThreadID, ts, updatedAt, ts, metadata, metaPatch, cfg, config, tctx, values)
 	if isConstraint(err) {
 		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
 	} else if err != nil {
@@ -563,6 +572,8 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 			if err := deleteRunTx(ctx, tx, threadID, f.RunID); err != nil {
 				return err
 			}
+		} else if f.DeleteThread {
+			// The run goes with its thread below (ON DELETE CASCADE).
 		} else if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
 			lease_expires_at = NULL, lease_holder = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
 			return fmt.Errorf("finish run %s: %w", f.RunID, err)
