@@ -240,6 +240,9 @@ func cloneJSON(o graphserver.Object) graphserver.Object {
 func copyJSONMap(m map[string]any) (map[string]any, bool) {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
+		if !utf8.ValidString(k) {
+			return nil, false
+		}
 		c, ok := copyJSONValue(v)
 		if !ok {
 			return nil, false
@@ -280,7 +283,19 @@ func copyJSONValue(v any) (any, bool) {
 	case []string:
 		out := make([]any, len(v))
 		for i, e := range v {
+			if !utf8.ValidString(e) {
+				return nil, false
+			}
 			out[i] = e
+		}
+		return out, true
+	case map[string]string:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if !utf8.ValidString(k) || !utf8.ValidString(e) {
+				return nil, false
+			}
+			out[k] = e
 		}
 		return out, true
 	}

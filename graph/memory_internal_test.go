@@ -29,7 +29,8 @@ func TestCloneJSON(t *testing.T) {
 		"empty":    {},
 		"scalars":  {"s": "x", "b": true, "n": nil, "f": 1.5, "i": 3, "i64": int64(1) << 40, "i32": int32(-2)},
 		"nested":   {"parents": map[string]any{"": "abc"}, "o": graphserver.Object{"k": []any{1, "two", []string{"a"}}}},
-		"strings":  {"tags": []string{"a", "b"}},
+		"strings":  {"tags": []string{"a", "b"}, "parents": map[string]string{"": "c1", "sub:1": "c2"}},
+		"badkey":   {"a\xff": 1},
 		"struct":   {"p": point{X: 1}},
 		"nan":      {"f": math.NaN()},
 		"float32":  {"f": float32(0.1)},
@@ -46,4 +47,14 @@ func TestCloneJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCloneJSONDirect checks that the metadata the engine writes (run
+// metadata, source, step, parents) is copied without the JSON round trip.
+func TestCloneJSONDirect(t *testing.T) {
+	t.Parallel()
+	meta := graphserver.Object{"source": "loop", "step": 1, "parents": map[string]string{}, "run_id": "r1",
+		"graph_id": "g", "user_id": nil, "writes": map[string]any{"node": graphserver.Object{"messages": []any{"hi"}}}}
+	_, direct := copyJSONMap(meta)
+	require.True(t, direct)
 }
