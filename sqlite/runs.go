@@ -491,6 +491,15 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 		Attempt int `db:"attempt"`
 	}
 	ts := formatTime(now)
+	// Most claims (one per finished run) find nothing: tell from a read,
+	// without taking the writer. A run committed after this read signals
+	// the dispatcher, which claims again.
+	var pending bool
+	if err := db.reader.GetContext(ctx, &pending, `SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'pending' AND created_at <= ?)`, ts); err != nil {
+		return nil, translate(fmt.Errorf("claim run: %w", err))
+	} else if !pending {
+		return nil, nil
+	}
 	found := false
 	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), db.holderID(), ts, ts).StructScan(&row)
