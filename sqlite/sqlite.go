@@ -87,7 +87,7 @@ type DB struct {
 	group  *groupWriter
 
 	assistants assistantCache // decoded assistants, see GetAssistant
-	holder *holderLock // this DB's lease holder id and lock (holder.go)
+	holder     *holderLock    // this DB's lease holder id and lock (holder.go)
 
 	observers dbObservers
 
