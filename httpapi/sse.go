@@ -26,6 +26,9 @@ func (h *handler) heartbeat() time.Duration {
 	return HeartbeatIntervalDefault
 }
 
+// sseBatch is the most events an SSE stream writes between two flushes.
+const sseBatch = 32
+
 // sseFrame renders one event: event, data (one line of JSON) and id lines;
 // events synthesized from storage have no id.
 func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
@@ -75,8 +78,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 		err error
 	}
 	// Buffered, so that a burst of events (a chat reply streamed token by
-	// token) is written with one flush rather than one per event.
-	items := make(chan item, 256)
+	// token) is written with one flush per sseBatch events rather than one
+	// per event. Small: an idle stream holds it (72 bytes an item).
+	items := make(chan item, sseBatch)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
