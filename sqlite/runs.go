@@ -95,6 +95,7 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	}
 	res := &graphserver.RunCreated{}
 	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		*res = graphserver.RunCreated{} // the group may run this twice
 		now := formatTime(r.UpdatedAt)
 		if opts.Cron != nil {
 			if fired, err := fireCron(ctx, tx, opts.Cron); err != nil {
@@ -502,6 +503,7 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 	}
 	found := false
 	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		found = false
 		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), db.holderID(), ts, ts).StructScan(&row)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
