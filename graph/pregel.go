@@ -564,7 +564,8 @@ func (r *runner) applyNullWrites(cs *ckpt) bool {
 }
 
 // prepare returns the tasks a checkpoint schedules: pushes (Sends) first,
-// then triggered nodes in name order.
+// then triggered nodes in name order, as LangGraph's prepare_next_tasks
+// (their writes apply in task path order all the same, see apply).
 func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 	var tasks []*task
 	mk := func(name string, path []any, pathKey string, triggers []string) *task {
@@ -601,7 +602,6 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 			tasks = append(tasks, mk(n, []any{"__pregel_pull", n}, "__pregel_pull/"+n, triggers))
 		}
 	}
-	slices.SortStableFunc(tasks, func(a, b *task) int { return cmp.Compare(a.pathKey, b.pathKey) })
 	return tasks
 }
 

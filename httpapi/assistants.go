@@ -92,13 +92,16 @@ func (h *handler) listAssistantVersions(w http.ResponseWriter, r *http.Request) 
 	return h.writeJSON(w, r, http.StatusOK, versions)
 }
 
+// latestVersionBody is the body of POST /assistants/{assistant_id}/latest.
+type latestVersionBody struct {
+	Version *int `json:"version"`
+}
+
 // setLatestAssistantVersion handles POST /assistants/{assistant_id}/latest.
 // The version comes from the body {"version": n} (what the SDKs send) or the
 // version query parameter (what the OpenAPI spec documents).
 func (h *handler) setLatestAssistantVersion(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Version *int `json:"version"`
-	}
+	var body latestVersionBody
 	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}

@@ -39,3 +39,19 @@ func writeNoContent(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// Small response bodies, named so that /openapi.json describes them.
+type (
+	okResponse struct {
+		OK bool `json:"ok"`
+	}
+	prunedResponse struct {
+		PrunedCount int `json:"pruned_count"`
+	}
+	itemsResponse struct {
+		Items []graphserver.SearchItem `json:"items"`
+	}
+	namespacesResponse struct {
+		Namespaces [][]string `json:"namespaces"`
+	}
+)

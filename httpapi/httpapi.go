@@ -19,7 +19,9 @@
 //
 // Operations: every request gets an X-Request-Id and one log line (see
 // Options.Logger); Options.Metrics adds Prometheus metrics at GET /metrics
-// (metrics.go lists the families).
+// (metrics.go lists the families). GET /openapi.json describes every route
+// served (OpenAPI 3.1, from routes_doc.go and the Go types of the bodies),
+// and GET /docs renders it in a self-contained page.
 package httpapi
 
 import (
@@ -103,6 +105,7 @@ type handler struct {
 	opts    Options
 	logger  *slog.Logger
 	metrics *metrics // nil unless Options.Metrics
+	spec    specCache
 }
 
 // New returns an http.Handler serving srv's API. It is safe for concurrent

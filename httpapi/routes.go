@@ -9,7 +9,8 @@ type route struct {
 }
 
 // routes lists every route the API serves, in the order of the wire
-// contract's route catalogue (§2). Add one line per route.
+// contract's route catalogue (§2). Add one line per route, and its
+// description for /openapi.json in routes_doc.go (a test fails until you do).
 func (h *handler) routes() []route {
 	rts := []route{
 		// §2.1 System
@@ -78,6 +79,10 @@ func (h *handler) routes() []route {
 		// §2.11 Thread stream
 		{"GET /threads/{thread_id}/stream", h.joinThreadStream},
 	}
+	rts = append(rts,
+		route{"GET /openapi.json", h.serveOpenAPI}, // openapi.go; describe routes in routes_doc.go
+		route{"GET /docs", h.serveDocs},
+	)
 	if h.metrics != nil {
 		rts = append(rts, route{"GET /metrics", h.serveMetrics}) // Options.Metrics
 	}

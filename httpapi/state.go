@@ -28,12 +28,15 @@ func (h *handler) getThreadState(w http.ResponseWriter, r *http.Request) error {
 	return h.writeJSON(w, r, http.StatusOK, st)
 }
 
+// stateCheckpointBody is the body of POST /threads/{thread_id}/state/checkpoint.
+type stateCheckpointBody struct {
+	Checkpoint *checkpointRef `json:"checkpoint"`
+	Subgraphs  bool           `json:"subgraphs"`
+}
+
 // getThreadStateAtCheckpoint handles POST /threads/{thread_id}/state/checkpoint.
 func (h *handler) getThreadStateAtCheckpoint(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Checkpoint *checkpointRef `json:"checkpoint"`
-		Subgraphs  bool           `json:"subgraphs"`
-	}
+	var body stateCheckpointBody
 	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}
@@ -49,12 +52,15 @@ func (h *handler) getThreadStateAtCheckpoint(w http.ResponseWriter, r *http.Requ
 	return h.writeJSON(w, r, http.StatusOK, st)
 }
 
+// stateUpdateBody is the body of POST /threads/{thread_id}/state.
+type stateUpdateBody struct {
+	graphserver.ThreadStateUpdate
+	Checkpoint *checkpointRef `json:"checkpoint"`
+}
+
 // updateThreadState handles POST /threads/{thread_id}/state.
 func (h *handler) updateThreadState(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		graphserver.ThreadStateUpdate
-		Checkpoint *checkpointRef `json:"checkpoint"`
-	}
+	var body stateUpdateBody
 	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}
@@ -98,14 +104,17 @@ func (h *handler) getThreadHistory(w http.ResponseWriter, r *http.Request) error
 	return h.writeJSON(w, r, http.StatusOK, hist)
 }
 
+// historyBody is the body of POST /threads/{thread_id}/history.
+type historyBody struct {
+	Limit      int                  `json:"limit"`
+	Before     *checkpointRef       `json:"before"`
+	Metadata   graphserver.Metadata `json:"metadata"`
+	Checkpoint *checkpointRef       `json:"checkpoint"`
+}
+
 // postThreadHistory handles POST /threads/{thread_id}/history.
 func (h *handler) postThreadHistory(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Limit      int                  `json:"limit"`
-		Before     *checkpointRef       `json:"before"`
-		Metadata   graphserver.Metadata `json:"metadata"`
-		Checkpoint *checkpointRef       `json:"checkpoint"`
-	}
+	var body historyBody
 	if err := h.decode(w, r, &body); err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (h *handler) searchItems(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.writeJSON(w, r, http.StatusOK, map[string]any{"items": items})
+	return h.writeJSON(w, r, http.StatusOK, itemsResponse{Items: items})
 }
 
 // listNamespaces handles POST /store/namespaces.
@@ -68,5 +68,5 @@ func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.writeJSON(w, r, http.StatusOK, map[string]any{"namespaces": nss})
+	return h.writeJSON(w, r, http.StatusOK, namespacesResponse{Namespaces: nss})
 }

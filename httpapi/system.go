@@ -16,7 +16,7 @@ func (h *handler) ok(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return h.writeJSON(w, r, http.StatusOK, map[string]bool{"ok": true})
+	return h.writeJSON(w, r, http.StatusOK, okResponse{OK: true})
 }
 
 // info answers GET /info with the version and feature flags.

@@ -55,7 +55,7 @@ func (h *handler) pruneThreads(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.writeJSON(w, r, http.StatusOK, map[string]int{"pruned_count": n})
+	return h.writeJSON(w, r, http.StatusOK, prunedResponse{PrunedCount: n})
 }
 
 // getThread handles GET /threads/{thread_id}?include=ttl.

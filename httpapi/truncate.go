@@ -35,5 +35,5 @@ func (h *handler) truncate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.writeJSON(w, r, http.StatusOK, map[string]bool{"ok": true})
+	return h.writeJSON(w, r, http.StatusOK, okResponse{OK: true})
 }

@@ -1,5 +1,5 @@
-// Starts examples/reference on a free port with a fresh SQLite file and hands
-// tests an official SDK client pointed at it. Each test file gets its own
+// Starts examples/reference (or examples/agents) on a free port with a fresh
+// SQLite file and hands tests an official SDK client pointed at it. Each test file gets its own
 // server, so files are isolated from each other.
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, existsSync } from "node:fs";
@@ -9,22 +9,33 @@ import { Client } from "@langchain/langgraph-sdk";
 
 const repoRoot = resolve(import.meta.dirname, "..", "..");
 
-// binary returns the reference server binary, building it once per process
-// unless GRAPHSERVER_REFERENCE_BIN names a prebuilt one (as .ci/run does).
-function binary() {
-  const given = process.env.GRAPHSERVER_REFERENCE_BIN;
+// binary returns the binary of examples/<program>, building it once per
+// process unless GRAPHSERVER_<PROGRAM>_BIN names a prebuilt one (as .ci/run
+// does for the reference server).
+function binary(program) {
+  const env = `GRAPHSERVER_${program.toUpperCase()}_BIN`;
+  const given = process.env[env];
   if (given && existsSync(given)) return given;
-  const out = join(mkdtempSync(join(tmpdir(), "gs-bin-")), "reference");
-  execFileSync("go", ["build", "-o", out, "./examples/reference"], { cwd: repoRoot, stdio: "inherit" });
-  process.env.GRAPHSERVER_REFERENCE_BIN = out;
+  const out = join(mkdtempSync(join(tmpdir(), "gs-bin-")), program);
+  execFileSync("go", ["build", "-o", out, `./examples/${program}`], { cwd: repoRoot, stdio: "inherit" });
+  process.env[env] = out;
   return out;
 }
 
-// startServer launches the server (with extra flags, if any) and resolves
-// once it prints its address.
+// startServer launches the reference server (with extra flags, if any) and
+// resolves once it prints its address.
 export async function startServer(...flags) {
+  return startProgram("reference", ...flags);
+}
+
+// startAgentsServer launches examples/agents (the ported LangGraph agents).
+export async function startAgentsServer(...flags) {
+  return startProgram("agents", ...flags);
+}
+
+async function startProgram(program, ...flags) {
   const dir = mkdtempSync(join(tmpdir(), "gs-e2e-"));
-  const child = spawn(binary(), ["-addr", "127.0.0.1:0", "-db", join(dir, "gs.db"), ...flags], {
+  const child = spawn(binary(program), ["-addr", "127.0.0.1:0", "-db", join(dir, "gs.db"), ...flags], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";

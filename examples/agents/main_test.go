@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver/internal/cmdtest"
+)
+
+// start runs the agents server on a free port with a fresh database.
+func start(t *testing.T) *cmdtest.Server {
+	t.Helper()
+	return cmdtest.Start(t, func(ctx context.Context, args []string, stdout io.Writer) error {
+		return run(ctx, args, stdout, slog.New(slog.DiscardHandler))
+	}, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "gs.db"))
+}
+
+type message struct {
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Content string `json:"content"`
+}
+
+func contents(msgs []message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Content
+	}
+	return out
+}
+
+// The four agents answer over HTTP (e2e/test/agents.test.js drives them
+// through the JS SDK in every detail).
+func TestAgents(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+
+	t.Run("react", func(t *testing.T) {
+		var out struct{ Messages []message }
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/runs/wait",
+			`{"assistant_id": "react", "input": {"messages": [{"role": "user", "content": "What is the weather in Paris?"}]}}`, &out))
+		require.Equal(t, []string{"What is the weather in Paris?", "", "It's always sunny in Paris!", "Here is what I found: It's always sunny in Paris!"}, contents(out.Messages))
+
+		out.Messages = nil
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/runs/wait",
+			`{"assistant_id": "react", "input": {"messages": [{"role": "user", "content": "keep searching for gold"}]}, "config": {"recursion_limit": 8}}`, &out))
+		require.Equal(t, "Sorry, need more steps to process this request.", out.Messages[len(out.Messages)-1].Content)
+	})
+	t.Run("map_reduce", func(t *testing.T) {
+		var out struct {
+			Jokes    []string
+			Audience []string
+			Best     string
+		}
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/runs/wait", `{"assistant_id": "map_reduce", "input": {"topic": "cats"}}`, &out))
+		require.Len(t, out.Jokes, 3)
+		require.Len(t, out.Audience, 4)
+		require.Equal(t, "Why are cats at home so funny? Because they never stop.", out.Best)
+	})
+	t.Run("supervisor", func(t *testing.T) {
+		var out struct {
+			Messages    []message
+			ActiveAgent string `json:"active_agent"`
+		}
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/runs/wait",
+			`{"assistant_id": "supervisor", "input": {"messages": [{"role": "user", "content": "go"}]}}`, &out))
+		require.Equal(t, "supervisor", out.ActiveAgent)
+		var names []string
+		for _, m := range out.Messages[1:] {
+			names = append(names, m.Type+":"+m.Name)
+		}
+		require.Equal(t, []string{"ai:supervisor", "tool:transfer_to_researcher", "ai:researcher", "tool:transfer_to_writer",
+			"ai:writer", "tool:transfer_back_to_supervisor", "ai:supervisor"}, names)
+		require.True(t, strings.HasPrefix(out.Messages[len(out.Messages)-1].Content, "The team is done. Final report"))
+	})
+	t.Run("approval", func(t *testing.T) {
+		var th struct {
+			ThreadID string `json:"thread_id"`
+			Status   string
+		}
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads", `{}`, &th))
+		var paused map[string]any
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "approval", "input": {"request": "Oslo"}}`, &paused))
+		require.Contains(t, paused, "__interrupt__")
+		var out struct{ Status string }
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "approval", "command": {"resume": "approve"}}`, &out))
+		require.Equal(t, "booked: flight to Oslo, seat 12A", out.Status)
+	})
+}
