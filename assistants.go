@@ -237,6 +237,9 @@ func (s *Server) DeleteAssistant(ctx context.Context, id string, deleteThreads b
 // or sort_by, sort_order or a select field is not one the API offers
 // (AssistantSortColumns, AssistantSelectColumns). It blocks on storage.
 func (s *Server) SearchAssistants(ctx context.Context, q AssistantSearch) (*Page[*Assistant], error) {
+	if err := checkFilter("metadata", q.Metadata); err != nil {
+		return nil, err
+	}
 	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
 		return nil, err
 	}
@@ -261,6 +264,9 @@ func (s *Server) SearchAssistants(ctx context.Context, q AssistantSearch) (*Page
 // CountAssistants counts the assistants matching q's metadata, graph_id and
 // name; paging, sort and select are ignored. It blocks on storage.
 func (s *Server) CountAssistants(ctx context.Context, q AssistantSearch) (int, error) {
+	if err := checkFilter("metadata", q.Metadata); err != nil {
+		return 0, err
+	}
 	filter, err := s.authFilter(ctx, "assistants", "search", &q)
 	if err != nil {
 		return 0, err
@@ -282,6 +288,9 @@ func (s *Server) ListAssistantVersions(ctx context.Context, id string, q Assista
 		return nil, err
 	}
 	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
+		return nil, err
+	}
+	if err := checkFilter("metadata", q.Metadata); err != nil {
 		return nil, err
 	}
 	filter, err := s.authFilter(ctx, "assistants", "read", map[string]any{"assistant_id": id})

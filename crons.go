@@ -713,6 +713,9 @@ func (s *Server) DeleteCron(ctx context.Context, id string) error {
 // narrows q to what the caller may see: crons:search, and for thread crons
 // threads:read of q's thread or threads:search.
 func (s *Server) checkCronSearch(ctx context.Context, q *CronSearch) error {
+	if err := checkFilter("metadata", q.Metadata); err != nil {
+		return err
+	}
 	var err error
 	if q.AssistantID != "" {
 		if q.AssistantID, err = s.resolveAssistantID(q.AssistantID); err != nil {

@@ -86,6 +86,9 @@ func (s *Server) GetThreadHistory(ctx context.Context, threadID string, q Thread
 	} else if q.Limit < 1 {
 		return nil, Errorf(EINVALID, "limit must be at least 1")
 	}
+	if err := checkFilter("metadata", q.Metadata); err != nil {
+		return nil, err
+	}
 	t, err := s.stateThread(ctx, threadID, "read")
 	if err != nil {
 		return nil, err

@@ -417,6 +417,9 @@ func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]Sear
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFilter("store", req.Filter); err != nil {
+		return nil, err
+	}
 	conds, err := parseItemFilter(req.Filter)
 	if err != nil {
 		return nil, err

@@ -406,7 +406,10 @@ func checkThreadSearch(q *ThreadSearch) error {
 	} else if v[0] != '{' {
 		return Errorf(EINVALID, "Invalid values filter: must be a JSON object")
 	}
-	return nil
+	if err := checkFilter("metadata", q.Metadata); err != nil {
+		return err
+	}
+	return checkFilter("values", q.Values)
 }
 
 // SearchThreads returns one page of the threads matching q, sorted by

@@ -83,3 +83,50 @@ func Example() {
 	// map[greeting:hello ann name:ann]
 	// true HTTP 404: Thread with ID 00000000-0000-4000-8000-000000000000 not found
 }
+
+// A RemoteGraph is a node of a local graph: the remote graph's interrupt
+// pauses the local run, and resuming the local run resumes the remote one.
+func ExampleRemoteGraph_Node() {
+	review := graph.New(graph.Channels{"draft": graph.LastValue(), "approved": graph.LastValue()})
+	review.AddNode("ask", func(ctx context.Context, s graph.State) (any, error) {
+		answer, err := graph.Interrupt(ctx, "publish "+s.String("draft")+"?")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Update{"approved": answer == "yes"}, nil
+	})
+	review.AddEdge(graph.Start, "ask")
+	rv, _ := review.Compile(graph.CompileOptions{})
+	url, stop := serve(map[string]graphserver.Graph{"review": rv}) // the remote server
+	defer stop()
+
+	remote, err := client.NewRemoteGraph(client.RemoteOptions{AssistantID: "review", URL: url})
+	if err != nil {
+		panic(err)
+	}
+	local := graph.New(graph.Channels{"draft": graph.LastValue(), "approved": graph.LastValue()})
+	local.AddNode("review", remote.Node)
+	local.AddEdge(graph.Start, "review")
+	g, _ := local.Compile(graph.CompileOptions{})
+
+	// run the local graph in-process, on a thread (the remote thread gets
+	// the same id)
+	ctx := context.Background()
+	cp := graph.NewMemoryCheckpointer()
+	thread := graphserver.Checkpoint{ThreadID: "6f1d0c3e-52a3-4f0e-9c55-6a1f3b1e7a10"}
+	if err := g.Run(ctx, &graphserver.GraphRun{ThreadID: thread.ThreadID, Input: json.RawMessage(`{"draft": "v1"}`), Checkpointer: cp}, nil); err != nil {
+		panic(err)
+	}
+	st, _ := g.State(ctx, &graphserver.StateRequest{Checkpoint: thread, Checkpointer: cp})
+	fmt.Println(st.Next, st.Interrupts[0].Value)
+
+	resume := &graphserver.Command{Resume: json.RawMessage(`"yes"`)}
+	if err := g.Run(ctx, &graphserver.GraphRun{ThreadID: thread.ThreadID, Command: resume, Checkpointer: cp}, nil); err != nil {
+		panic(err)
+	}
+	st, _ = g.State(ctx, &graphserver.StateRequest{Checkpoint: thread, Checkpointer: cp})
+	fmt.Println(st.Next, st.Values)
+	// Output:
+	// [review] publish v1?
+	// [] map[approved:true draft:v1]
+}

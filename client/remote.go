@@ -395,7 +395,7 @@ func (r *RemoteGraph) Subgraphs(ctx context.Context, config graphserver.Object, 
 // same thread: the remote run would wait for the local one.
 func (r *RemoteGraph) Node(ctx context.Context, state graph.State) (any, error) {
 	threadID := graph.ThreadID(ctx)
-	modes, _ := graph.StreamModes(ctx)
+	modes, subgraphs := graph.StreamModes(ctx)
 	var cmd *graphserver.Command
 	if pending, err := r.pendingInterrupts(ctx, threadID); err != nil {
 		return nil, err
@@ -425,7 +425,9 @@ func (r *RemoteGraph) Node(ctx context.Context, state graph.State) (any, error) 
 		input = in
 	}
 	for {
-		opts := RunOptions{ThreadID: threadID, Command: cmd, Config: graph.Config(ctx), Subgraphs: true}
+		// the remote graph's own subgraphs only matter when the local run
+		// streams subgraphs (its parts are dropped otherwise)
+		opts := RunOptions{ThreadID: threadID, Command: cmd, Config: graph.Config(ctx), Subgraphs: subgraphs}
 		_, rc, err := r.runCreate(input, opts, nodeModes(modes))
 		if err != nil {
 			return nil, err

@@ -280,12 +280,13 @@ func parentOf(t testing.TB, rg *client.RemoteGraph) *graph.Compiled {
 // langgraph PR #7181.)
 func TestRemoteGraphNode(t *testing.T) {
 	t.Parallel()
-	b := newEnv(t, envOptions{graphs: map[string]graphserver.Graph{"ask2": ask2Graph(t)}})
+	b := newEnv(t, envOptions{graphs: map[string]graphserver.Graph{"ask2": ask2Graph(t), "nested": nestedGraph(t)}})
 	askNode := newRemote(t, client.RemoteOptions{AssistantID: "ask", Client: b.c})
 	ask2Node := newRemote(t, client.RemoteOptions{AssistantID: "ask2", URL: b.url})
 	failNode := newRemote(t, client.RemoteOptions{AssistantID: "fail", Client: b.c})
+	nestedNode := newRemote(t, client.RemoteOptions{AssistantID: "nested", Client: b.c})
 	a := newEnv(t, envOptions{graphs: map[string]graphserver.Graph{
-		"parent": parentOf(t, askNode), "parent2": parentOf(t, ask2Node), "parentfail": parentOf(t, failNode),
+		"parent": parentOf(t, askNode), "parent2": parentOf(t, ask2Node), "parentfail": parentOf(t, failNode), "parentnested": parentOf(t, nestedNode),
 	}})
 	ctx := t.Context()
 
@@ -375,6 +376,27 @@ func TestRemoteGraphNode(t *testing.T) {
 		bruns, err := b.c.Runs.List(ctx, tid, graphserver.RunSearch{})
 		require.NoError(t, err)
 		require.Len(t, bruns, 3)
+	})
+
+	t.Run("interrupt in a remote subgraph", func(t *testing.T) {
+		th, err := a.c.Threads.Create(ctx, graphserver.ThreadCreate{})
+		require.NoError(t, err)
+		evs := collect(t, a.c.Runs.Stream(ctx, th.ThreadID, graphserver.RunCreate{
+			AssistantID: "parentnested", Input: raw(t, map[string]any{"question": "deep?"}),
+			StreamMode: []string{"updates"}, StreamSubgraphs: true,
+		}, client.StreamOptions{}))
+		// B's subgraph parts nest under A's node: updates|remote:<task>|child:<task>
+		require.True(t, slices.ContainsFunc(evs, func(ev graphserver.StreamEvent) bool {
+			parts := strings.Split(ev.Event, "|")
+			return len(parts) == 3 && strings.HasPrefix(parts[1], "remote:") && strings.HasPrefix(parts[2], "child:")
+		}), "%v", names(evs))
+		st, err := a.c.Threads.GetState(ctx, th.ThreadID, graphserver.ThreadStateQuery{})
+		require.NoError(t, err)
+		require.Len(t, st.Interrupts, 1)
+		require.Equal(t, map[string]any{"question": "deep?"}, st.Interrupts[0].Value)
+		out, err := a.c.Runs.Wait(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "parentnested", Command: &graphserver.Command{Resume: raw(t, "down")}})
+		require.NoError(t, err)
+		require.Equal(t, "down", object(t, out)["answer"])
 	})
 
 	t.Run("a fresh run does not resume a stale remote interrupt", func(t *testing.T) {

@@ -213,3 +213,17 @@ func TestThreadJoinStreamAndPatchState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, true, st.Metadata["reviewed"])
 }
+
+// TestThreadCreateSupersteps: a thread created with state updates.
+func TestThreadCreateSupersteps(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	th, err := e.c.Threads.Create(t.Context(), graphserver.ThreadCreate{GraphID: "chat", Supersteps: []graphserver.Superstep{
+		{Updates: []graphserver.StateUpdate{{Values: json.RawMessage(`{"count": 3}`), AsNode: "agent"}}},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, "chat", th.Metadata["graph_id"])
+	st, err := e.c.Threads.GetState(t.Context(), th.ThreadID, graphserver.ThreadStateQuery{})
+	require.NoError(t, err)
+	require.Equal(t, 3.0, st.Values.(map[string]any)["count"])
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/graphserver/graphserver"
 )
@@ -16,7 +17,8 @@ import (
 // Options.MaxBodyBytes (ETOOLARGE beyond); its Content-Type is not checked,
 // so text/plain bodies are parsed as JSON; an empty body leaves v as is
 // (the {} of a body whose fields are all optional); unknown fields are
-// ignored. Malformed JSON is EINVALID "Invalid JSON in request body"; a
+// ignored. Malformed JSON, text that is not UTF-8, or JSON nested deeper than
+// graphserver.MaxJSONDepth, is EINVALID "Invalid JSON in request body"; a
 // value of the wrong type is EINVALID naming the field.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body := r.Body
@@ -34,6 +36,12 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
+	if !utf8.Valid(b) {
+		return graphserver.Errorf(graphserver.EINVALID, "Invalid JSON in request body: not valid UTF-8")
+	}
+	if jsonDepth(b) > graphserver.MaxJSONDepth {
+		return graphserver.Errorf(graphserver.EINVALID, "Invalid JSON in request body: nested deeper than %d levels", graphserver.MaxJSONDepth)
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		var gerr *graphserver.Error
 		if errors.As(err, &gerr) {
@@ -46,6 +54,35 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return graphserver.Errorf(graphserver.EINVALID, "Invalid JSON in request body")
 	}
 	return nil
+}
+
+// jsonDepth returns the deepest nesting of objects and arrays in the JSON
+// text b (0 for a scalar), in one pass that skips strings. It does not
+// validate b: json.Unmarshal does, once the depth is known to be bounded.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // jsonType names a Go kind the way an API user knows it.

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,12 +30,16 @@ func (h *handler) heartbeat() time.Duration {
 // sseBatch is the most events an SSE stream writes between two flushes.
 const sseBatch = 32
 
-// sseFrame renders one event: event, data (one line of JSON) and id lines;
-// events synthesized from storage have no id.
+// sseFrame renders one event: event, data and id lines. Data is one line
+// of JSON (JSON spread over lines is compacted); data that is not JSON and
+// spans lines goes out as one data line per line, which SSE readers join
+// back with "\n". Line breaks in the event name and id (a node or namespace
+// named so) become spaces, and NULs in the id are dropped, so that no value
+// can end the frame early or forge a field. Events synthesized from
+// storage have no id.
 func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
 	buf.WriteString("event: ")
-	buf.WriteString(ev.Event)
-	buf.WriteString("\ndata: ")
+	buf.WriteString(sseField(ev.Event))
 	data := ev.Data
 	if len(data) == 0 {
 		data = json.RawMessage("null")
@@ -44,12 +49,40 @@ func sseFrame(buf *bytes.Buffer, ev graphserver.StreamEvent) {
 			data = c.Bytes()
 		}
 	}
-	buf.Write(data)
-	if ev.ID != "" {
+	for {
+		line, rest, more := cutLine(data)
+		buf.WriteString("\ndata: ")
+		buf.Write(line)
+		if !more {
+			break
+		}
+		data = rest
+	}
+	if id := strings.ReplaceAll(sseField(ev.ID), "\x00", ""); id != "" {
 		buf.WriteString("\nid: ")
-		buf.WriteString(ev.ID)
+		buf.WriteString(id)
 	}
 	buf.WriteString("\n\n")
+}
+
+// sseField returns s with CR and LF replaced by spaces.
+func sseField(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s)
+}
+
+// cutLine cuts b at its first line break (CRLF, CR or LF).
+func cutLine(b []byte) (line, rest []byte, found bool) {
+	i := bytes.IndexAny(b, "\r\n")
+	if i < 0 {
+		return b, nil, false
+	}
+	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+		return b[:i], b[i+2:], true
+	}
+	return b[:i], b[i+1:], true
 }
 
 // writeSSE streams events as Server-Sent Events (§4.1): headers first

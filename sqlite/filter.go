@@ -18,7 +18,18 @@ type where struct {
 	conds []string
 	args  []any
 	n     int // json_each alias counter
+
+	terms, depth int // size and nesting of the JSON conditions compiled so far
 }
+
+// Bounds of the JSON conditions one query compiles: SQLite refuses
+// expression trees deeper than 1,000 and slows down on huge ones. The
+// Server refuses client filters well below these (graphserver.MaxFilterTerms,
+// MaxFilterDepth); these bound what reaches the driver by other ways.
+const (
+	maxWhereTerms = 500
+	maxWhereDepth = 16
+)
 
 // add appends a condition with its arguments.
 func (w *where) add(cond string, args ...any) {
@@ -111,10 +122,12 @@ func (w *where) filter(col string, f graphserver.Filter) error {
 	return nil
 }
 
-// jsonPath appends key to a SQLite JSON path, quoted.
+// jsonPath appends key to a SQLite JSON path, quoted. Keys with double
+// quotes, backslashes or control characters cannot be quoted in a path:
+// EINVALID.
 func jsonPath(path, key string) (string, error) {
-	if strings.ContainsAny(key, `"`) {
-		return "", graphserver.Errorf(graphserver.EINVALID, "The metadata key %q cannot contain a double quote.", key)
+	if strings.ContainsAny(key, `"\`) || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", graphserver.Errorf(graphserver.EINVALID, "The metadata key %q cannot contain double quotes, backslashes or control characters.", key)
 	}
 	return path + `."` + key + `"`, nil
 }
@@ -122,6 +135,12 @@ func jsonPath(path, key string) (string, error) {
 // containment compiles "the value at path in JSON expression expr contains
 // v" (v normalized).
 func (w *where) containment(expr, path string, v any) (string, []any, error) {
+	w.terms++
+	w.depth++
+	defer func() { w.depth-- }()
+	if w.terms > maxWhereTerms || w.depth > maxWhereDepth {
+		return "", nil, graphserver.Errorf(graphserver.EINVALID, "The filter is too large: at most %d terms, %d levels deep.", maxWhereTerms, maxWhereDepth)
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		if len(v) == 0 {

@@ -132,13 +132,43 @@ test("approval: interrupt() in a subgraph invoked from a node pauses the run; re
   assert.deepEqual(review.next, ["review"]);
 
   const out = await client.runs.wait(thread.thread_id, "approval", { command: { resume: "approve" } });
-  assert.equal(out.status, "booked: flight to Oslo, seat 12A");
+  assert.deepEqual(out.status, ["booked: flight to Oslo, seat 12A"]);
   assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+});
 
-  // resumed by interrupt id: rejected
-  const other = await client.threads.create();
-  const paused = await client.runs.wait(other.thread_id, "approval", { input: { request: "Rome" } });
-  const id = paused.__interrupt__[0].id;
-  const rejected = await client.runs.wait(other.thread_id, "approval", { command: { resume: { [id]: "reject" } } });
-  assert.equal(rejected.status, "cancelled");
+test("approval: two bookings pending; a plain resume cannot choose, a resume map answers each by id", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "approval", { input: { request: "Oslo and Rome" } });
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, ["execute", "execute"]);
+  assert.equal(state.interrupts.length, 2);
+  const byBooking = Object.fromEntries(state.interrupts.map((i) => [i.value.booking, i.id]));
+
+  // LangGraph's _first: "When there are multiple pending interrupts, you must specify the interrupt id"
+  await assert.rejects(client.runs.wait(thread.thread_id, "approval", { command: { resume: "approve" } }),
+    /RuntimeError: When there are multiple pending interrupts, you must specify the interrupt id when resuming/);
+  const still = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(still.interrupts, state.interrupts, "nothing was resumed");
+
+  const out = await client.runs.wait(thread.thread_id, "approval", { command: { resume: {
+    [byBooking["flight to Oslo, seat 12A"]]: "approve", [byBooking["flight to Rome, seat 12A"]]: "reject",
+  } } });
+  assert.deepEqual(out.status.sort(), ["booked: flight to Oslo, seat 12A", "cancelled: flight to Rome, seat 12A"]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+});
+
+test("map_reduce: a replay from a checkpoint id reruns its tasks", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "map_reduce", { input: { topic: "dogs" } });
+  const history = await client.threads.getHistory(thread.thread_id);
+  const fanned = history.find((h) => h.next.length === 4);
+  // the step's tasks all finished and saved their writes there
+  assert.ok(fanned.tasks.every((t) => t.result !== null));
+  const chunks = await collect(client.runs.stream(thread.thread_id, "map_reduce", {
+    input: null, checkpoint: fanned.checkpoint, streamMode: ["tasks"],
+  }));
+  const started = of(chunks, "tasks").filter((t) => "input" in t).map((t) => t.name);
+  assert.deepEqual(started, ["generate_joke", "generate_joke", "generate_joke", "audience_profile", "audience_summary", "best_joke"]);
+  const state = await client.threads.getState(thread.thread_id);
+  assert.equal(state.values.best, "Why are dogs at home so funny? Because they never stop.");
 });

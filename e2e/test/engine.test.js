@@ -85,3 +85,28 @@ test("input a reducer rejects: the error is the __start__ task's, in state and h
   const th = await client.threads.get(thread.thread_id);
   assert.equal(th.status, "error");
 });
+
+test("a Command.update the channels reject fails the run and changes nothing", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("foo")], interrupt: true } });
+  const before = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(before.next, ["agent"]);
+  await assert.rejects(client.runs.wait(thread.thread_id, "agent", {
+    command: { update: { messages: [{ type: "remove", id: "nope" }] }, resume: "go on" },
+  }), /ValueError: Attempting to delete a message with an ID that doesn't exist \('nope'\)/);
+  assert.deepEqual(await client.threads.getState(thread.thread_id), before);
+  const out = await client.runs.wait(thread.thread_id, "agent", { command: { resume: "go on" } });
+  assert.deepEqual(out.messages.map((m) => m.content), ["foo", "begin", "tool_call__begin", "end"]);
+});
+
+test("Overwrite replaces a reducer channel: {\"__overwrite__\": value}", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("foo")] } });
+  assert.equal((await client.threads.getState(thread.thread_id)).values.messages.length, 4);
+  await client.runs.wait(thread.thread_id, "agent", {
+    command: { update: { messages: { __overwrite__: [human("start over")] } } },
+  });
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.values.messages.map((m) => m.content), ["start over"]);
+  assert.equal(typeof state.values.messages[0].id, "string");
+});

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"github.com/graphserver/graphserver/graph"
 )
 
 // approval is LangGraph's human-in-the-loop pattern with the interrupt in a
-// subgraph: "plan" drafts a booking, then "execute" invokes a review graph
-// from its function; the review's interrupt() pauses the whole run with the
-// question, and resuming the run (Command{resume: "approve" | "reject"})
-// continues the review where it paused, whose decision execute applies.
+// subgraph: "plan" drafts one booking per destination of the request
+// ("Oslo", or "Oslo and Rome"), each sent to "execute", which invokes a
+// review graph from its function; the review's interrupt() pauses the whole
+// run with the question, and resuming the run continues the review where it
+// paused, whose decision execute applies. With several bookings pending, a
+// resume names each interrupt by id ({id: "approve", id2: "reject"}); one
+// plain value cannot choose and fails the run.
 func approval() (*graph.Compiled, error) {
 	review := graph.New(graph.Channels{"booking": graph.LastValue(), "decision": graph.LastValue()})
 	review.AddNode("review", func(ctx context.Context, s graph.State) (any, error) {
@@ -26,20 +30,33 @@ func approval() (*graph.Compiled, error) {
 		return nil, err
 	}
 
-	g := graph.New(graph.Channels{"request": graph.LastValue(), "booking": graph.LastValue(), "status": graph.LastValue()})
+	g := graph.New(graph.Channels{"request": graph.LastValue(), "bookings": graph.LastValue(), "status": graph.Append()})
 	g.AddNode("plan", func(ctx context.Context, s graph.State) (any, error) {
-		return graph.Update{"booking": "flight to " + s.String("request") + ", seat 12A"}, nil
+		var bookings []string
+		for _, city := range strings.Split(s.String("request"), " and ") {
+			bookings = append(bookings, "flight to "+city+", seat 12A")
+		}
+		return graph.Update{"bookings": bookings}, nil
 	})
 	g.AddNode("execute", func(ctx context.Context, s graph.State) (any, error) {
-		out, err := reviewGraph.Invoke(ctx, map[string]any{"booking": s.String("booking")}, nil)
+		booking := s.String("booking") // the Send's argument
+		out, err := reviewGraph.Invoke(ctx, map[string]any{"booking": booking}, nil)
 		if err != nil {
 			return nil, err // the review paused: so does the booking
 		}
 		if out.(map[string]any)["decision"] == "approve" {
-			return graph.Update{"status": "booked: " + s.String("booking")}, nil
+			return graph.Update{"status": "booked: " + booking}, nil
 		}
-		return graph.Update{"status": "cancelled"}, nil
+		return graph.Update{"status": "cancelled: " + booking}, nil
 	}, graph.WithSubgraph(reviewGraph))
-	g.AddEdge(graph.Start, "plan").AddEdge("plan", "execute").AddEdge("execute", graph.End)
+	g.AddEdge(graph.Start, "plan")
+	g.AddConditionalEdges("plan", func(ctx context.Context, s graph.State) any {
+		var sends []graph.Send
+		for _, b := range s["bookings"].([]any) {
+			sends = append(sends, graph.Send{Node: "execute", Arg: map[string]any{"booking": b}})
+		}
+		return sends
+	}, "execute")
+	g.AddEdge("execute", graph.End)
 	return g.Compile(graph.CompileOptions{Name: "approval"})
 }

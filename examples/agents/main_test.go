@@ -89,8 +89,8 @@ func TestAgents(t *testing.T) {
 		var paused map[string]any
 		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "approval", "input": {"request": "Oslo"}}`, &paused))
 		require.Contains(t, paused, "__interrupt__")
-		var out struct{ Status string }
+		var out struct{ Status []string }
 		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "approval", "command": {"resume": "approve"}}`, &out))
-		require.Equal(t, "booked: flight to Oslo, seat 12A", out.Status)
+		require.Equal(t, []string{"booked: flight to Oslo, seat 12A"}, out.Status)
 	})
 }

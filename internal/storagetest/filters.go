@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -137,5 +138,30 @@ func exerciseFilters(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		t.Parallel()
 		_, err := st.GetThread(t.Context(), "t1", graphserver.Filter{"owner": map[string]any{"$ne": "bob"}})
 		requireCode(t, err, graphserver.EINVALID)
+	})
+
+	// Filters a driver cannot compile are EINVALID, never an internal error
+	// (a 500): keys that cannot name a JSON path, and filters far beyond
+	// the Server's client bounds (graphserver.MaxFilterTerms,
+	// MaxFilterDepth), which reach drivers only through Go callers.
+	t.Run("FilterUncompilable", func(t *testing.T) {
+		t.Parallel()
+		deep := any(1)
+		for range 40 {
+			deep = []any{deep}
+		}
+		many := map[string]any{}
+		for i := range 5000 {
+			many[fmt.Sprint("k", i)] = i
+		}
+		for name, m := range map[string]graphserver.Metadata{
+			"Quote": {`a"b`: 1}, "Backslash": {`a\b`: 1}, "NUL": {"a\x00b": 1}, "Newline": {"a\nb": 1},
+			"DeepArrays": {"a": deep}, "ManyKeys": many,
+		} {
+			_, err := st.SearchThreads(t.Context(), &graphserver.ThreadSearch{Metadata: m, Limit: 10})
+			require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(err), "%s: %v", name, err)
+			_, err = st.SearchThreads(t.Context(), &graphserver.ThreadSearch{Filter: graphserver.Filter(m), Limit: 10})
+			require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(err), "filter %s: %v", name, err)
+		}
 	})
 }
