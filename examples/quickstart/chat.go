@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -27,7 +26,7 @@ func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 			last = msgs[len(msgs)-1].Text()
 		}
 		if strings.TrimSpace(last) == failCommand {
-			return nil, errors.New("the chat graph failed, as asked by " + failCommand)
+			return nil, chatError("the chat graph failed, as asked by " + failCommand)
 		}
 		reply := graph.StreamMessage(ctx, "")
 		for i, word := range strings.Fields("You said: " + last) {
@@ -50,6 +49,14 @@ func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 	g.AddEdge("chat", graph.End)
 	return g.Compile(graph.CompileOptions{Name: "chat"})
 }
+
+// chatError is the error the chat graph fails with. It names itself
+// (ErrorName), so clients see its message: an error without a name reads
+// "Internal error." on the wire, as its text may hold internal details.
+type chatError string
+
+func (e chatError) Error() string   { return string(e) }
+func (chatError) ErrorName() string { return "ChatError" }
 
 // sleep waits d, or returns the cause of ctx's end first (a cancelled run
 // stops at once).

@@ -6,8 +6,11 @@
 //	go run ./examples/quickstart -addr 127.0.0.1:0    # any free port
 //	go run ./examples/quickstart -h                   # every flag
 //
-// It prints "listening on http://HOST:PORT" once the port is bound, serves
-// Prometheus metrics at /metrics, logs one line per request and per run
+// then open http://127.0.0.1:8123/chat/ for a chat with the graph.
+//
+// It prints "listening on http://HOST:PORT" once the port is bound, serves a
+// chat page at /chat/ (examples/chat-ui, embedded), the API reference at
+// /docs, Prometheus metrics at /metrics, logs one line per request and per run
 // state change to stderr (-log-level, -log-format), and shuts down gracefully on SIGINT or SIGTERM: it stops
 // accepting, lets requests and runs in flight finish until -shutdown-timeout,
 // hands the runs still running back to the queue (the next start resumes
@@ -29,6 +32,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	chatui "github.com/graphserver/graphserver/examples/chat-ui"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/sqlite"
 )
@@ -138,10 +142,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_ = srv.Close(context.Background())
 		return err
 	}
-	hs := &http.Server{
-		Handler:           httpapi.New(srv, httpapi.Options{Metrics: true}), // GET /metrics for Prometheus
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	mux := http.NewServeMux()
+	mux.Handle("/", httpapi.New(srv, httpapi.Options{Metrics: true})) // the API, with GET /metrics for Prometheus
+	mux.Handle("/chat/", http.StripPrefix("/chat", chatui.Handler())) // the chat page, calling the API at "/"
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())

@@ -266,3 +266,19 @@ func TestShutdownEndsThreadStreams(t *testing.T) {
 	_, err = io.Copy(io.Discard, resp.Body)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }
+
+func TestQuickstartChatPage(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"))
+	resp, err := http.Get(q.URL + "/chat") // redirected to /chat/
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "/chat/", resp.Request.URL.Path)
+	page, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(page), `src="app.js"`)
+	// The API stays at the root, where the page calls it.
+	var ok map[string]bool
+	require.Equal(t, 200, do(t, "GET", q.URL+"/ok", "", &ok))
+}
