@@ -27,6 +27,9 @@ type eventLog struct {
 
 	mu       sync.Mutex
 	events   []StreamEvent
+	base     int   // position (id) of events[0]: earlier events were dropped
+	size     int64 // bytes held by events
+	maxSize  int64 // Options.MaxEventLogBytes; <= 0: no bound
 	done     bool
 	attached bool          // an execution in this process appends to it
 	released bool          // ended without an outcome: its execution gave the run up
@@ -47,11 +50,26 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	if l.done {
 		return
 	}
-	l.events = append(l.events, StreamEvent{ID: strconv.Itoa(len(l.events)), Event: event, Data: data})
+	l.events = append(l.events, StreamEvent{ID: strconv.Itoa(l.base + len(l.events)), Event: event, Data: data})
+	l.size += eventSize(event, data)
+	// Over the bound, the oldest events go (the newest always stays):
+	// readers that need them get ErrEventsDropped, never a silent gap.
+	for l.maxSize > 0 && l.size > l.maxSize && len(l.events) > 1 {
+		l.size -= eventSize(l.events[0].Event, l.events[0].Data)
+		l.events[0] = StreamEvent{}
+		l.events = l.events[1:]
+		l.base++
+	}
 	l.changed()
 	if l.hub != nil {
 		l.hub.publish(l.threadID, event, data, l.resumable) // under l.mu: the thread sees the run's order
 	}
+}
+
+// eventSize is what an event counts against Options.MaxEventLogBytes: its
+// name and data, and a fixed overhead for its id and bookkeeping.
+func eventSize(event string, data json.RawMessage) int64 {
+	return int64(len(event) + len(data) + 64)
 }
 
 // changed wakes the readers; l.mu is held.
@@ -101,16 +119,46 @@ func (l *eventLog) attach() bool {
 }
 
 // read returns the events from position from on, whether the log has ended,
-// and a channel closed at the next change.
-func (l *eventLog) read(from int) ([]StreamEvent, bool, <-chan struct{}) {
+// and a channel closed at the next change. It returns ErrEventsDropped when
+// the event at from was dropped (Options.MaxEventLogBytes).
+func (l *eventLog) read(from int) ([]StreamEvent, bool, <-chan struct{}, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var evs []StreamEvent
-	if from < len(l.events) {
-		evs = l.events[from:len(l.events):len(l.events)]
+	if from < l.base {
+		return nil, l.done, l.wake, errEventsDropped(l.base)
 	}
-	return evs, l.done, l.wake
+	var evs []StreamEvent
+	if i := from - l.base; i < len(l.events) {
+		evs = l.events[i:len(l.events):len(l.events)]
+	}
+	return evs, l.done, l.wake, nil
 }
+
+// ErrEventsDropped is the code of the error a stream of a run gets when it
+// needs events its run's log no longer holds: the log outgrew
+// Options.MaxEventLogBytes and its oldest events were dropped. The stream
+// (a join from the start, a resume from an old Last-Event-ID, or a reader
+// that fell too far behind) fails with it instead of skipping them. Its
+// code is EUNAVAILABLE (503 over HTTP); the message names the first event
+// still held.
+var ErrEventsDropped = Errorf(EUNAVAILABLE, "Events of this run were dropped: its event log outgrew its size limit.")
+
+// errEventsDropped is ErrEventsDropped naming the first event still held;
+// errors.Is matches it to ErrEventsDropped.
+func errEventsDropped(first int) error {
+	return &droppedError{first: first}
+}
+
+type droppedError struct{ first int }
+
+func (e *droppedError) Error() string { return ErrEventsDropped.Error() }
+
+func (e *droppedError) Unwrap() error {
+	return &Error{Code: EUNAVAILABLE, Message: "Events of this run before id " + strconv.Itoa(e.first) +
+		" were dropped: its event log outgrew its size limit. Resume from a later event id."}
+}
+
+func (e *droppedError) Is(target error) bool { return target == ErrEventsDropped }
 
 // logState is a snapshot of a log's state.
 type logState struct {
@@ -238,7 +286,11 @@ func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 			log, changed := f.current()
 			var wake <-chan struct{}
 			if log != nil {
-				evs, done, w := log.read(pos)
+				evs, done, w, err := log.read(pos)
+				if err != nil {
+					yield(StreamEvent{}, err)
+					return
+				}
 				for _, ev := range evs {
 					pos++
 					if !st.pass(ev.Event) {
@@ -430,6 +482,7 @@ type logRegistry struct {
 	logs    map[string]*eventLog
 	watches runWatches
 	hub     threadHub // the logs' events fanned out per thread (thread streams)
+	maxSize int64     // Options.MaxEventLogBytes of each log; <= 0: unbounded
 }
 
 func (r *logRegistry) get(runID string) *eventLog {
@@ -459,7 +512,7 @@ func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
 		return l
 	}
 	l := newEventLog(runID, threadID, resumable)
-	l.hub = &r.hub
+	l.hub, l.maxSize = &r.hub, r.maxSize
 	r.logs[runID] = l
 	r.notify(runID)
 	return l
@@ -478,11 +531,11 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
 		return old
 	}
 	l := newEventLog(runID, threadID, resumable)
-	l.hub = &r.hub
+	l.hub, l.maxSize = &r.hub, r.maxSize
 	l.attached = true
 	if old != nil {
 		old.mu.Lock()
-		l.events = slices.Clone(old.events)
+		l.events, l.base, l.size = slices.Clone(old.events), old.base, old.size
 		old.mu.Unlock()
 		old.release(time.Now())
 	}

@@ -3,6 +3,8 @@ package graphserver_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,4 +100,54 @@ func TestPendingStreamsShareOneWatch(t *testing.T) {
 	block.Release()
 	wg.Wait()
 	require.Equal(t, int64(streams), valuesSeen.Load(), "every stream sees its run's values")
+}
+
+// TestEventLogBounded: a run's event log keeps at most
+// Options.MaxEventLogBytes; the oldest events go first, and a stream that
+// needs one of them fails with ErrEventsDropped (503 over HTTP) instead of
+// skipping it, while a resume from a recent id gets every event after it.
+func TestEventLogBounded(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	const events = 200
+	srv, err := graphserver.New(graphserver.Options{
+		Storage:          db,
+		Graphs:           map[string]graphserver.Graph{"emit": graphtest.Emitter{Events: events, Pad: strings.Repeat("x", 100)}},
+		MaxEventLogBytes: 4000, // ~20 events of ~200 bytes
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(ctx))) })
+
+	st, err := srv.StreamRun(ctx, "", graphserver.RunCreate{AssistantID: "emit", StreamMode: []string{"custom"}, Input: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	_, err = st.Wait(ctx)
+	require.NoError(t, err)
+
+	// A reader from the start, too late: the first events are gone.
+	var got error
+	for _, err := range st.Events(ctx) {
+		if err != nil {
+			got = err
+			break
+		}
+		t.Fatal("no event may be yielded before the dropped ones")
+	}
+	require.ErrorIs(t, got, graphserver.ErrEventsDropped)
+	requireCode(t, got, graphserver.EUNAVAILABLE)
+	_, err = srv.JoinRunStream(ctx, "", st.Run.RunID, graphserver.JoinStreamOptions{})
+	require.ErrorIs(t, err, graphserver.ErrEventsDropped)
+	require.Contains(t, graphserver.ErrorMessage(err), "before id ")
+
+	// A resume from a recent id gets every event after it, in order.
+	last := events // metadata, then the custom events (the only mode asked for): ids 0..events
+	js, err := srv.JoinRunStream(ctx, "", st.Run.RunID, graphserver.JoinStreamOptions{LastEventID: strconv.Itoa(last - 5)})
+	require.NoError(t, err)
+	var ids []string
+	for ev, err := range js.Events(ctx) {
+		require.NoError(t, err)
+		ids = append(ids, ev.ID)
+	}
+	require.Equal(t, []string{strconv.Itoa(last - 4), strconv.Itoa(last - 3), strconv.Itoa(last - 2), strconv.Itoa(last - 1), strconv.Itoa(last)}, ids)
 }

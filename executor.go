@@ -83,7 +83,7 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 			log.release(s.clock().Add(q.logTTL(log)))
 		}
 	}()
-	if evs, _, _ := log.read(0); qr.Attempt > 1 || len(evs) == 0 {
+	if evs, _, _, err := log.read(0); qr.Attempt > 1 || (err == nil && len(evs) == 0) {
 		log.append("metadata", marshalOutput(map[string]any{"run_id": run.RunID, "attempt": qr.Attempt}))
 	}
 

@@ -81,6 +81,14 @@ type Options struct {
 	// graph makes afterwards are discarded. A graph that honours its
 	// context returns well within it. Default CancelGraceDefault (500 ms).
 	CancelGrace time.Duration
+	// MaxEventLogBytes bounds the memory of one run's event log, the events
+	// kept for its streams, joins and Last-Event-ID resumes. Past it, the
+	// oldest events are dropped, and a stream that needs one of them (a
+	// join from the start, a resume from an old id, a reader that fell far
+	// behind) fails with ErrEventsDropped (503 over HTTP) instead of
+	// skipping it. Default MaxEventLogBytesDefault (16 MiB); -1 keeps
+	// every event.
+	MaxEventLogBytes int64
 	// ResumableStreamTTL is how long the event log of a stream_resumable run
 	// stays replayable after the run ends. Default
 	// ResumableStreamTTLDefault (10 minutes).

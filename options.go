@@ -38,6 +38,7 @@ func (o Options) withDefaults() Options {
 	o.PollInterval = cmp.Or(o.PollInterval, PollIntervalDefault)
 	o.DefaultMultitaskStrategy = cmp.Or(o.DefaultMultitaskStrategy, MultitaskEnqueue)
 	o.CancelGrace = cmp.Or(o.CancelGrace, CancelGraceDefault)
+	o.MaxEventLogBytes = cmp.Or(o.MaxEventLogBytes, MaxEventLogBytesDefault)
 	w := &o.Webhooks
 	w.SignatureHeader = cmp.Or(w.SignatureHeader, WebhookSignatureHeaderDefault)
 	w.MaxAttempts = cmp.Or(w.MaxAttempts, WebhookMaxAttemptsDefault)
@@ -81,6 +82,8 @@ func (o Options) validate() error {
 		return Errorf(EINVALID, "Options.StoreDefaultTTL must be 0 (no expiry) or a positive duration, not %s.", o.StoreDefaultTTL)
 	case o.StoreDefaultTTL > MaxTTL:
 		return Errorf(EINVALID, "Options.StoreDefaultTTL must be at most %s.", MaxTTL)
+	case o.MaxEventLogBytes < -1:
+		return Errorf(EINVALID, "Options.MaxEventLogBytes must be 0 (the default), -1 (no limit) or a positive size, not %d.", o.MaxEventLogBytes)
 	case o.Workers < 0:
 		return Errorf(EINVALID, "Options.Workers must be 0 (the default) or more, not %d.", o.Workers)
 	case o.MaxAttempts < 0:

@@ -21,6 +21,7 @@ const (
 	ResumableStreamTTLDefault = 10 * time.Minute
 	PollIntervalDefault       = time.Second
 	CancelGraceDefault        = 500 * time.Millisecond
+	MaxEventLogBytesDefault   = 16 << 20
 )
 
 // endedLogGrace is how long the event log of a finished run that is not
@@ -86,7 +87,7 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		pollInterval:     opts.PollInterval,
 		cancelGrace:      opts.CancelGrace,
 		defaultMultitask: opts.DefaultMultitaskStrategy,
-		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}},
+		logs:             logRegistry{logs: map[string]*eventLog{}, hub: threadHub{resumableTTL: opts.ResumableStreamTTL}, maxSize: opts.MaxEventLogBytes},
 		wake:             make(chan struct{}, 1),
 		drain:            make(chan struct{}),
 		running:          map[string]context.CancelCauseFunc{},

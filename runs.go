@@ -668,7 +668,8 @@ func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawM
 // run executed by another process, or finished with its log gone, is
 // followed through storage: metadata, then an error event if it failed (see
 // RunStream.Events). ENOTFOUND when the run does not exist; EINVALID for an
-// unknown stream mode.
+// unknown stream mode; ErrEventsDropped (EUNAVAILABLE) when the events
+// asked for are no longer held (Options.MaxEventLogBytes).
 func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts JoinStreamOptions) (*RunStream, error) {
 	for _, m := range opts.StreamMode {
 		if !slices.Contains(StreamModesAll, m) {
@@ -691,9 +692,15 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 		// stream follows storage (and picks up a log this process opens).
 		log = nil
 	}
+	from := parseLastEventID(opts.LastEventID)
+	if log != nil {
+		if _, _, _, err := log.read(from); err != nil {
+			return nil, err // the events asked for were dropped: refuse before streaming
+		}
+	}
 	return &RunStream{
 		Run: run, s: s, log: log,
-		from:         parseLastEventID(opts.LastEventID),
+		from:         from,
 		modes:        opts.StreamMode,
 		cancelOnDrop: opts.CancelOnDisconnect,
 	}, nil

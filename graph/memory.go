@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/graphserver/graphserver"
 )
@@ -219,10 +221,85 @@ func cloneJSON(o graphserver.Object) graphserver.Object {
 	if o == nil {
 		return nil
 	}
+	// The usual values (decoded JSON, Go strings, numbers and bools) are
+	// copied directly, as a JSON round trip would give them back; anything
+	// else takes the round trip.
+	if out, ok := copyJSONMap(o); ok {
+		return out
+	}
 	b, _ := json.Marshal(o)
 	var out graphserver.Object
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// copyJSONMap deep-copies m into what decoding its JSON would give:
+// nested objects as map[string]any, arrays as []any, numbers as float64.
+// It reports false, having copied nothing useful, when m holds a value it
+// does not know (a struct, a NaN, a float32, ...).
+func copyJSONMap(m map[string]any) (map[string]any, bool) {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !utf8.ValidString(k) {
+			return nil, false
+		}
+		c, ok := copyJSONValue(v)
+		if !ok {
+			return nil, false
+		}
+		out[k] = c
+	}
+	return out, true
+}
+
+func copyJSONValue(v any) (any, bool) {
+	switch v := v.(type) {
+	case nil, bool:
+		return v, true
+	case string:
+		return v, utf8.ValidString(v) // JSON would replace invalid bytes
+	case float64:
+		return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case map[string]any:
+		return copyJSONMap(v)
+	case graphserver.Object:
+		return copyJSONMap(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, ok := copyJSONValue(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case []string:
+		out := make([]any, len(v))
+		for i, e := range v {
+			if !utf8.ValidString(e) {
+				return nil, false
+			}
+			out[i] = e
+		}
+		return out, true
+	case map[string]string:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if !utf8.ValidString(k) || !utf8.ValidString(e) {
+				return nil, false
+			}
+			out[k] = e
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // contains reports whether doc contains sub (JSON containment).

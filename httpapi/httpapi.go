@@ -28,6 +28,7 @@ import (
 	"cmp"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,13 @@ type Options struct {
 	// answered with 413. 0 means DefaultMaxBodyBytes (10 MiB); -1 means no
 	// limit.
 	MaxBodyBytes int64
+
+	// MaxStreams bounds the streaming responses open at once: SSE streams
+	// (run and thread streams, joins) and /wait and /join responses.
+	// Beyond it a streaming request is answered 503 with Retry-After,
+	// before anything is created. 0 means MaxStreamsDefault (10,000); -1
+	// means no limit.
+	MaxStreams int
 
 	// Logger receives one line per request (info level; debug for GET /ok
 	// and GET /metrics), panics and internal errors (error level). Default:
@@ -90,6 +98,9 @@ func (o Options) withDefaults(srv *graphserver.Server) Options {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = MaxStreamsDefault
+	}
 	o.Logger = cmp.Or(o.Logger, srv.Logger())
 	if o.CORSOrigins == nil {
 		o.CORSOrigins = []string{"*"}
@@ -106,6 +117,7 @@ type handler struct {
 	logger  *slog.Logger
 	metrics *metrics // nil unless Options.Metrics
 	spec    specCache
+	streams atomic.Int64 // streaming responses open (limitStreams)
 }
 
 // New returns an http.Handler serving srv's API. It is safe for concurrent
@@ -123,7 +135,11 @@ func New(srv *graphserver.Server, opts Options) http.Handler {
 	}
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
-		mux.Handle(rt.pattern, h.adapt(rt.pattern, rt.handle))
+		fn := rt.handle
+		if streamingRoutes[rt.pattern] {
+			fn = h.limitStreams(fn)
+		}
+		mux.Handle(rt.pattern, h.adapt(rt.pattern, fn))
 	}
 	var next http.Handler = h.unmatched(mux)
 	next = h.cors(next)

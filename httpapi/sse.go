@@ -27,6 +27,9 @@ func (h *handler) heartbeat() time.Duration {
 	return HeartbeatIntervalDefault
 }
 
+// sseBatch is the most events an SSE stream writes between two flushes.
+const sseBatch = 32
+
 // sseFrame renders one event: event, data and id lines. Data is one line
 // of JSON (JSON spread over lines is compacted); data that is not JSON and
 // spans lines goes out as one data line per line, which SSE readers join
@@ -108,8 +111,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 		err error
 	}
 	// Buffered, so that a burst of events (a chat reply streamed token by
-	// token) is written with one flush rather than one per event.
-	items := make(chan item, 256)
+	// token) is written with one flush per sseBatch events rather than one
+	// per event. Small: an idle stream holds it (72 bytes an item).
+	items := make(chan item, sseBatch)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()

@@ -149,9 +149,38 @@ func (db *DB) CreateAssistant(ctx context.Context, a *graphserver.Assistant, ifE
 }
 
 // GetAssistant implements graphserver.AssistantStorage.
+// Without a filter, an assistant read before is returned from memory while
+// no assistant has changed since (assistantCache): one read of a counter.
 func (db *DB) GetAssistant(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Assistant, error) {
-	a, err := getAssistant(ctx, db.reader, id, filter)
-	return a, translate(err)
+	if filter != nil {
+		a, err := getAssistant(ctx, db.reader, id, filter)
+		return a, translate(err)
+	}
+	var n int64
+	if err := db.reader.GetContext(ctx, &n, `SELECT n FROM assistant_changes WHERE id = 1`); err != nil {
+		return nil, translate(fmt.Errorf("get assistant %s: %w", id, err))
+	}
+	if a := db.assistants.get(id, n); a != nil {
+		return a, nil
+	}
+	// The row and the counter in one statement: one snapshot.
+	var r struct {
+		assistantRow
+		N int64 `db:"n"`
+	}
+	err := db.reader.GetContext(ctx, &r, `SELECT `+assistantColumns+`, (SELECT n FROM assistant_changes WHERE id = 1) AS n
+		FROM assistants WHERE assistant_id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, assistantNotFound(id)
+	} else if err != nil {
+		return nil, translate(fmt.Errorf("get assistant %s: %w", id, err))
+	}
+	a, err := r.assistant()
+	if err != nil {
+		return nil, err
+	}
+	db.assistants.put(a, r.N)
+	return a, nil
 }
 
 // UpdateAssistant implements graphserver.AssistantStorage: the patch becomes

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,11 +16,11 @@ import (
 // maxGroup is the most write functions one grouped transaction runs.
 const maxGroup = 64
 
-// groupWriter commits the short, frequent writes of the run queue and the
-// checkpoints (writeGrouped) in groups: the functions queued while the
-// previous group commits run in one transaction, each inside its own
-// savepoint, so that one commit (the costly part of a small write) serves
-// several callers. Its goroutine is owned by the DB: started by Open,
+// groupWriter commits the short, frequent writes of the hot paths
+// (writeGrouped) in groups: the functions queued while the previous group
+// commits run in one transaction, so that one commit (the costly part of a
+// small write) serves several callers; a failing one is rolled back alone
+// (runGroup). Its goroutine is owned by the DB: started by Open,
 // stopped by Close.
 type groupWriter struct {
 	mu      sync.Mutex
@@ -53,9 +54,11 @@ func newGroupWriter() *groupWriter {
 }
 
 // writeGrouped runs fn in a write transaction shared with other grouped
-// writes, inside a savepoint: fn's changes are rolled back alone when it
-// fails, and committed with the group otherwise. It returns fn's error
-// (through translate), or the group's commit error. fn gets ctx without its
+// writes: fn's changes are rolled back alone when it fails, and committed
+// with the group otherwise. It returns fn's error (through translate), or
+// the group's commit error. fn may run twice (when another write of its
+// group fails, the group runs again, see runGroup), so it must set its
+// results anew each time rather than add to them. fn gets ctx without its
 // cancellation (an interrupted statement would roll back the whole group),
 // so it must be short; ctx is checked before fn runs. fn must not call the
 // DB (the group holds the writer connection). When ctx ends while fn waits
@@ -115,6 +118,11 @@ func (db *DB) groupLoop() {
 			return
 		}
 		for {
+			// Let the goroutines ready to run queue their writes first: they
+			// join this group instead of waiting for the next commit. Without
+			// this, on few cores a write arriving at an idle writer commits
+			// alone while the requests behind it are a scheduling slice away.
+			runtime.Gosched()
 			g.mu.Lock()
 			n := min(len(g.queue), maxGroup)
 			batch := g.queue[:n:n]
@@ -132,57 +140,90 @@ func (db *DB) groupLoop() {
 }
 
 // runGroup runs batch in one transaction and answers each request.
+//
+// It first runs the writes one after the other without savepoints (a
+// statement each, and a statement journal, saved per write). When one
+// fails, that transaction is rolled back and the group runs again with a
+// savepoint per write, so that the failure is undone alone; the writes of
+// a group may therefore run twice (see writeGrouped).
 func (db *DB) runGroup(batch []*writeReq) {
-	results := make([]error, len(batch))
-	fail := func(err error) {
-		for _, r := range batch {
-			r.done <- err
+	live := make([]*writeReq, 0, len(batch))
+	for _, r := range batch {
+		// Writes whose caller gave up before they started are answered now.
+		if err := r.ctx.Err(); err != nil || !r.state.CompareAndSwap(reqQueued, reqStarted) {
+			r.done <- cmp.Or(err, context.Canceled)
+			continue
 		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	results, retry := db.tryGroup(live, false)
+	if retry {
+		for _, r := range live {
+			r.panicked = nil
+		}
+		results, _ = db.tryGroup(live, true)
+	}
+	for i, r := range live {
+		r.done <- results[i]
+	}
+}
+
+// tryGroup runs batch in one transaction: with savepoints, each write that
+// fails is rolled back alone and the others are committed; without, the
+// first failure rolls the transaction back and asks for a retry (unless the
+// write is alone). It returns each write's result.
+func (db *DB) tryGroup(batch []*writeReq, savepoints bool) (results []error, retry bool) {
+	results = make([]error, len(batch))
+	fail := func(err error) ([]error, bool) {
+		for i := range results {
+			results[i] = err
+		}
+		return results, false
 	}
 	ctx := context.Background()
 	start := time.Now()
 	tx, err := db.writer.BeginTxx(ctx, nil)
 	if err != nil {
-		fail(translate(fmt.Errorf("begin write: %w", err)))
-		return
+		return fail(translate(fmt.Errorf("begin write: %w", err)))
 	}
 	defer rollback(tx)
 	ran := false
 	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil || !r.state.CompareAndSwap(reqQueued, reqStarted) {
-			results[i] = cmp.Or(err, context.Canceled)
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
-			fail(translate(fmt.Errorf("begin write: %w", err)))
-			return
+		if savepoints {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
+				return fail(translate(fmt.Errorf("begin write: %w", err)))
+			}
 		}
 		if err := callFn(context.WithoutCancel(r.ctx), tx, r); err != nil {
 			results[i] = translate(err)
+			if !savepoints {
+				// Alone, the write fails by itself; else undo it alone.
+				return results, len(batch) > 1
+			}
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO grouped`); err != nil {
 				// The transaction is gone (SQLite rolled it back).
-				fail(errors.Join(results[i], translate(fmt.Errorf("roll back write: %w", err))))
-				return
+				return fail(errors.Join(results[i], translate(fmt.Errorf("roll back write: %w", err))))
 			}
 		} else {
 			ran = true
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE grouped`); err != nil {
-			fail(translate(fmt.Errorf("end write: %w", err)))
-			return
+		if savepoints {
+			if _, err := tx.ExecContext(ctx, `RELEASE grouped`); err != nil {
+				return fail(translate(fmt.Errorf("end write: %w", err)))
+			}
 		}
 	}
 	if ran {
 		err := tx.Commit()
 		db.observeGroup(len(batch), time.Since(start), err)
 		if err != nil {
-			fail(translate(fmt.Errorf("commit: %w", err)))
-			return
+			return fail(translate(fmt.Errorf("commit: %w", err)))
 		}
 	}
-	for i, r := range batch {
-		r.done <- results[i]
-	}
+	return results, false
 }
 
 // callFn calls fn; a panic is recorded in r (writeGrouped panics with it

@@ -77,6 +77,66 @@ func TestGroupWriter(t *testing.T) {
 		require.Equal(t, []int{1, 3}, groupRows(t, db))
 	})
 
+	t.Run("RetriedWithSavepointsAfterAFailure", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		boom := errors.New("boom")
+		var calls [3]atomic.Int32
+		counted := func(i int, fn func(ctx context.Context, tx *sqlx.Tx) error) func(ctx context.Context, tx *sqlx.Tx) error {
+			return func(ctx context.Context, tx *sqlx.Tx) error {
+				calls[i].Add(1)
+				return fn(ctx, tx)
+			}
+		}
+		run := func(fns ...func(ctx context.Context, tx *sqlx.Tx) error) []error {
+			var batch []*writeReq
+			for _, fn := range fns {
+				batch = append(batch, &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)})
+			}
+			db.runGroup(batch)
+			var errs []error
+			for _, r := range batch {
+				errs = append(errs, <-r.done)
+			}
+			return errs
+		}
+		// All succeed: each runs once, without savepoints.
+		require.Equal(t, []error{nil, nil}, run(counted(0, insertG(1)), counted(1, insertG(2))))
+		require.Equal(t, []int32{1, 1}, []int32{calls[0].Load(), calls[1].Load()})
+		// One fails: the group runs again, each write in its savepoint.
+		calls[0].Store(0)
+		calls[1].Store(0)
+		errs := run(counted(0, insertG(3)), counted(1, func(ctx context.Context, tx *sqlx.Tx) error {
+			require.NoError(t, insertG(4)(ctx, tx))
+			return boom
+		}), counted(2, insertG(5)))
+		require.NoError(t, errs[0])
+		require.ErrorIs(t, errs[1], boom)
+		require.NoError(t, errs[2])
+		require.Equal(t, []int32{2, 2, 1}, []int32{calls[0].Load(), calls[1].Load(), calls[2].Load()},
+			"the first two ran in the optimistic pass and again; the third only in the second pass")
+		require.Equal(t, []int{1, 2, 3, 5}, groupRows(t, db))
+	})
+
+	t.Run("AloneWithoutSavepoint", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		boom := errors.New("boom")
+		one := func(fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+			r := &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)}
+			db.runGroup([]*writeReq{r})
+			return <-r.done
+		}
+		require.ErrorIs(t, one(func(ctx context.Context, tx *sqlx.Tx) error {
+			require.NoError(t, insertG(5)(ctx, tx))
+			return boom
+		}), boom)
+		require.Empty(t, groupRows(t, db), "a failed write alone in its group is rolled back")
+		require.NoError(t, one(insertG(6)))
+		require.Equal(t, graphserver.ECONFLICT, codeOf(one(insertG(6))))
+		require.Equal(t, []int{6}, groupRows(t, db))
+	})
+
 	t.Run("Concurrent", func(t *testing.T) {
 		t.Parallel()
 		db := openGroupDB(t)

@@ -95,6 +95,7 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	}
 	res := &graphserver.RunCreated{}
 	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		*res = graphserver.RunCreated{} // the group may run this twice
 		now := formatTime(r.UpdatedAt)
 		if opts.Cron != nil {
 			if fired, err := fireCron(ctx, tx, opts.Cron); err != nil {
@@ -103,13 +104,17 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 				return errCronFired(opts.Cron)
 			}
 		}
-		if _, err := getThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+		inserted := false
+		if err := checkThread(ctx, tx, r.ThreadID, opts.Filter); graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 			if opts.CreateThread == nil {
 				return err
 			}
-			if err := insertThread(ctx, tx, opts.CreateThread); err != nil {
+			// Inserted as the update below would leave it: busy, with the
+			// metadata and config of the run.
+			if err := insertThread(ctx, tx, opts.CreateThread, threadMeta, threadCfg, now); err != nil {
 				return err
 			}
+			inserted = true
 		} else if err != nil {
 			return err
 		}
@@ -156,6 +161,9 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 			r.MultitaskStrategy, kwargs, attempt, owner, lease, holder); err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
+		if inserted {
+			return nil
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE threads SET status = 'busy', metadata = json_patch(metadata, ?),
 			config = coalesce(?, config), updated_at = ? WHERE thread_id = ?`,
 			threadMeta, threadCfg, now, r.ThreadID); err != nil {
@@ -169,8 +177,10 @@ func (db *DB) CreateRun(ctx context.Context, r *graphserver.Run, opts *graphserv
 	return res, nil
 }
 
-// insertThread inserts a new thread row inside tx.
-func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread) error {
+// insertThread inserts a new thread row inside tx for a run: status busy,
+// metaPatch merged into its metadata (json_patch), config replaced by cfg
+// when valid, updated at updatedAt.
+func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread, metaPatch string, cfg sql.NullString, updatedAt string) error {
 	metadata, err := marshalObject(t.Metadata)
 	if err != nil {
 		return err
@@ -189,8 +199,8 @@ func insertThread(ctx context.Context, tx *sqlx.Tx, t *graphserver.Thread) error
 	}
 	ts := formatTime(t.CreatedAt)
 	_, err = tx.ExecContext(ctx, `INSERT INTO threads (thread_id, created_at, updated_at, state_updated_at, metadata,
-		config, context, status, state_values, interrupts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')`,
-		t.ThreadID, ts, ts, ts, metadata, config, tctx, cmp.Or(t.Status, graphserver.ThreadIdle), values)
+		config, context, status, state_values, interrupts) VALUES (?, ?, ?, ?, json_patch(?, ?), coalesce(?, ?), ?, 'busy', ?, '{}')`,
+		t.ThreadID, ts, updatedAt, ts, metadata, metaPatch, cfg, config, tctx, values)
 	if isConstraint(err) {
 		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
 	} else if err != nil {
@@ -482,8 +492,18 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 		Attempt int `db:"attempt"`
 	}
 	ts := formatTime(now)
+	// Most claims (one per finished run) find nothing: tell from a read,
+	// without taking the writer. A run committed after this read signals
+	// the dispatcher, which claims again.
+	var pending bool
+	if err := db.reader.GetContext(ctx, &pending, `SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'pending' AND created_at <= ?)`, ts); err != nil {
+		return nil, translate(fmt.Errorf("claim run: %w", err))
+	} else if !pending {
+		return nil, nil
+	}
 	found := false
 	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		found = false
 		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), db.holderID(), ts, ts).StructScan(&row)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -563,6 +583,8 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 			if err := deleteRunTx(ctx, tx, threadID, f.RunID); err != nil {
 				return err
 			}
+		} else if f.DeleteThread {
+			// The run goes with its thread below (ON DELETE CASCADE).
 		} else if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
 			lease_expires_at = NULL, lease_holder = NULL, cancel_action = NULL WHERE run_id = ?`, f.Status, ts, f.RunID); err != nil {
 			return fmt.Errorf("finish run %s: %w", f.RunID, err)

@@ -85,7 +85,9 @@ type DB struct {
 	writer *sqlx.DB // one connection, BEGIN IMMEDIATE
 	reader *sqlx.DB // several query-only connections
 	group  *groupWriter
-	holder *holderLock // this DB's lease holder id and lock (holder.go)
+
+	assistants assistantCache // decoded assistants, see GetAssistant
+	holder     *holderLock    // this DB's lease holder id and lock (holder.go)
 
 	observers dbObservers
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -138,6 +139,38 @@ func TestOpenChild(t *testing.T) {
 	fmt.Println("open: ok")
 	require.NoError(t, db.Close())
 }
+
+// TestAssistantChangesAcrossHandles: two DBs on one file (as two processes
+// sharing it): an assistant one of them keeps decoded is read again once
+// the other changes it.
+func TestAssistantChangesAcrossHandles(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gs.db")
+	a, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer b.Close()
+	ctx := t.Context()
+	_, err = a.CreateAssistant(ctx, &graphserver.Assistant{AssistantID: "a1", GraphID: "g", Name: "v1"}, "", nil)
+	require.NoError(t, err)
+	for range 2 {
+		got, err := a.GetAssistant(ctx, "a1", nil)
+		require.NoError(t, err)
+		require.Equal(t, "v1", got.Name)
+	}
+	_, err = b.UpdateAssistant(ctx, "a1", &graphserver.AssistantPatch{Name: ptr("v2")}, time.Now(), nil)
+	require.NoError(t, err)
+	got, err := a.GetAssistant(ctx, "a1", nil)
+	require.NoError(t, err)
+	require.Equal(t, "v2", got.Name)
+	require.NoError(t, b.DeleteAssistant(ctx, "a1", false, nil))
+	_, err = a.GetAssistant(ctx, "a1", nil)
+	require.Equal(t, graphserver.ENOTFOUND, graphserver.ErrorCode(err))
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func migrationRows(t *testing.T, db *sqlite.DB) []string {
 	t.Helper()

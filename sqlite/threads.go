@@ -93,6 +93,24 @@ func getThread(ctx context.Context, q sqlx.QueryerContext, id string, filter gra
 	return r.thread()
 }
 
+// checkThread returns nil when thread id exists and filter lets it be
+// seen, ENOTFOUND otherwise: getThread without reading the row.
+func checkThread(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) error {
+	var w where
+	w.add("thread_id = ?", id)
+	if err := w.filter("metadata", filter); err != nil {
+		return err
+	}
+	var one int
+	err := sqlx.GetContext(ctx, q, &one, `SELECT 1 FROM threads`+w.String(), w.args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return threadNotFound(id)
+	} else if err != nil {
+		return fmt.Errorf("get thread %s: %w", id, err)
+	}
+	return nil
+}
+
 // expiry returns when a thread with TTL minutes expires if last active at t.
 func expiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))

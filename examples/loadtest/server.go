@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphserver/graphserver"
@@ -86,6 +87,9 @@ func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err er
 	if err != nil {
 		return err
 	}
+	groups := &groupStats{}
+	srv.AddObserver(groups)
+	defer groups.report(stderr)
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
@@ -154,4 +158,23 @@ func startProfiles(c serveConfig) (func() error, error) {
 func waitInput(seconds float64) string {
 	b, _ := json.Marshal(map[string]any{"assistant_id": "wait", "input": map[string]any{"seconds": seconds}})
 	return string(b)
+}
+
+// groupStats counts the grouped write transactions of the SQLite driver
+// (graphserver.StorageWriteEvent): how many writes each commit served.
+type groupStats struct {
+	commits, writes atomic.Int64
+}
+
+func (g *groupStats) Observe(ev graphserver.Event) {
+	if w, ok := ev.(graphserver.StorageWriteEvent); ok && w.Err == nil {
+		g.commits.Add(1)
+		g.writes.Add(int64(w.Size))
+	}
+}
+
+func (g *groupStats) report(w io.Writer) {
+	if c := g.commits.Load(); c > 0 {
+		fmt.Fprintf(w, "loadtest server: %d grouped writes in %d commits (%.1f per commit)\n", g.writes.Load(), c, float64(g.writes.Load())/float64(c))
+	}
 }

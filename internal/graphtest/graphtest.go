@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -395,4 +396,36 @@ func (b *Stubborn) Run(ctx context.Context, req *graphserver.GraphRun, emit func
 	b.Returned <- err
 	emit(graphserver.StreamPart{Event: "values", Data: late})
 	return err
+}
+
+// Emitter emits Events custom parts {"i": 0..Events-1, "pad": Pad}, Delay
+// apart (stopping when its context ends), then its input as values. It
+// keeps no state: run it stateless or on a thread, it saves nothing.
+type Emitter struct {
+	base
+	Events int
+	Delay  time.Duration
+	Pad    string
+}
+
+var _ graphserver.Graph = Emitter{}
+
+// Run emits as documented on Emitter.
+func (e Emitter) Run(ctx context.Context, req *graphserver.GraphRun, emit func(graphserver.StreamPart)) error {
+	for i := range e.Events {
+		if e.Delay > 0 {
+			t := time.NewTimer(e.Delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return context.Cause(ctx)
+			}
+		} else if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		emit(graphserver.StreamPart{Event: "custom", Data: mustJSON(map[string]any{"i": i, "pad": e.Pad})})
+	}
+	emit(graphserver.StreamPart{Event: "values", Data: input(ctx, req)})
+	return nil
 }

@@ -166,6 +166,38 @@ func exerciseAssistants(t *testing.T, open func(t *testing.T) graphserver.Storag
 		require.Equal(t, 3, read.Version, "a hidden update changes nothing")
 	})
 
+	t.Run("GetSeesEveryChange", func(t *testing.T) {
+		// Reads repeated between changes (a driver may serve them from
+		// memory) see each change, and give the caller its own copy.
+		t.Parallel()
+		b := setup(t)
+		get := func() *graphserver.Assistant {
+			t.Helper()
+			a, err := b.st.GetAssistant(b.ctx, "a1", nil)
+			require.NoError(t, err)
+			return a
+		}
+		createAssistant(t, b.st, assistantOpts{ID: "a1", Name: "v1", Config: graphserver.Object{"configurable": map[string]any{"m": "x"}}})
+		first := get()
+		first.Config["configurable"].(map[string]any)["m"] = "changed by the caller"
+		first.Name = "changed"
+		again := get()
+		require.Equal(t, "v1", again.Name)
+		require.Equal(t, graphserver.Object{"configurable": map[string]any{"m": "x"}}, again.Config)
+
+		_, err := b.st.UpdateAssistant(b.ctx, "a1", &graphserver.AssistantPatch{Name: ptr("v2")}, at(10), nil)
+		require.NoError(t, err)
+		require.Equal(t, "v2", get().Name)
+		_, err = b.st.SetAssistantVersion(b.ctx, "a1", 1, at(20), nil)
+		require.NoError(t, err)
+		require.Equal(t, "v1", get().Name)
+		createAssistant(t, b.st, assistantOpts{ID: "a2", Name: "other"})
+		require.Equal(t, "v1", get().Name)
+		require.NoError(t, b.st.DeleteAssistant(b.ctx, "a1", false, nil))
+		_, err = b.st.GetAssistant(b.ctx, "a1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
 	t.Run("SetVersion", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
