@@ -175,9 +175,18 @@ func TestReducerOfZeroValues(t *testing.T) {
 	g := graph.New(graph.Channels{
 		"total": graph.ReducerOf(func(a, b float64) float64 { return a + b }),
 		"tags":  graph.ReducerOf(func(a, b []string) []string { return append(a, b...) }),
-		"meta":  graph.ReducerOf(func(a, b map[string]any) map[string]any { m := map[string]any{}; for k, v := range a { m[k] = v }; for k, v := range b { m[k] = v }; return m }),
-		"pos":   graph.ReducerOf(func(a, b point) point { return point{a.X + b.X, a.Y + b.Y} }),
-		"name":  graph.LastValue(),
+		"meta": graph.ReducerOf(func(a, b map[string]any) map[string]any {
+			m := map[string]any{}
+			for k, v := range a {
+				m[k] = v
+			}
+			for k, v := range b {
+				m[k] = v
+			}
+			return m
+		}),
+		"pos":  graph.ReducerOf(func(a, b point) point { return point{a.X + b.X, a.Y + b.Y} }),
+		"name": graph.LastValue(),
 	})
 	var seen []graph.State
 	g.AddNode("first", node(graph.Update{}, &seen))
