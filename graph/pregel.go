@@ -896,21 +896,6 @@ func maxVersion(c *ckpt) string {
 	return v
 }
 
-func jsonEqual(a, b any) bool {
-	if la, ok := a.([]any); ok {
-		lb, ok := b.([]any)
-		if !ok || len(la) != len(lb) {
-			return false
-		}
-		if len(la) > 0 && &la[0] == &lb[0] {
-			return true
-		}
-	}
-	ba, _ := json.Marshal(a)
-	bb, _ := json.Marshal(b)
-	return string(ba) == string(bb)
-}
-
 // runTasks runs the unfinished tasks of a step in parallel and records their
 // writes. It returns an error only for infrastructure failures.
 func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int) error {
