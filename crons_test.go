@@ -540,9 +540,9 @@ func TestCronExactlyOnce(t *testing.T) {
 // TestCronDowntimeRestart: the process stops, missing three hours of a
 // five-minute schedule, and a new one starts on the same database file; its
 // own scheduler fires the cron once, then follows the schedule from now (no
-// burst of catch-up runs). Upstream LangGraph Platform's scheduler reads
-// next_run_date <= now and sets it to the schedule's next time after now,
-// which is what this reproduces.
+// burst of catch-up runs). This reproduces langgraph_api's cron_scheduler:
+// it takes the crons whose next_run_date has passed, creates one run for
+// each, and sets next_run_date to next_cron_date(schedule, now, timezone).
 func TestCronDowntimeRestart(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock(clockAt(0, 0))
