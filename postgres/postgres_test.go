@@ -97,11 +97,30 @@ var schemas struct {
 // run's database, closed and returned to the pool at cleanup.
 func openDB(tb testing.TB) *postgres.DB {
 	tb.Helper()
-	return openSchema(tb, 4)
+	db, _ := openSchema(tb, 4)
+	return db
 }
 
-// openSchema is openDB with a pool of at most conns connections.
-func openSchema(tb testing.TB, conns int32) *postgres.DB {
+// openShared opens n storages on one schema, as n processes sharing a
+// database would.
+func openShared(tb testing.TB, n int) []*postgres.DB {
+	tb.Helper()
+	first, cfg := openSchema(tb, 8)
+	out := []*postgres.DB{first}
+	for range n - 1 {
+		db, err := postgres.OpenConfig(context.Background(), cfg.Copy())
+		if err != nil {
+			tb.Fatalf("open: %v", err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		out = append(out, db)
+	}
+	return out
+}
+
+// openSchema is openDB with a pool of at most conns connections; it also
+// returns the pool configuration.
+func openSchema(tb testing.TB, conns int32) (*postgres.DB, *pgxpool.Config) {
 	tb.Helper()
 	url := requireURL(tb)
 	ctx := context.Background()
@@ -132,7 +151,7 @@ func openSchema(tb testing.TB, conns int32) *postgres.DB {
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	// Tests need no durability: commits without waiting for the disk.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	db, err := postgres.OpenConfig(ctx, cfg)
+	db, err := postgres.OpenConfig(ctx, cfg.Copy())
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}
@@ -157,5 +176,5 @@ func openSchema(tb testing.TB, conns int32) *postgres.DB {
 		schemas.free = append(schemas.free, schema)
 		schemas.Unlock()
 	})
-	return db
+	return db, cfg
 }

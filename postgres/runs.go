@@ -221,7 +221,7 @@ func cancelRun(ctx context.Context, tx pgx.Tx, a activeRun, action string, now t
 		if _, err := exec(ctx, tx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`, action, now, a.RunID); err != nil {
 			return c, fmt.Errorf("cancel run %s: %w", a.RunID, err)
 		}
-		return c, notifyTx(ctx, tx, channelCancel, a.RunID)
+		return c, notifyTx(ctx, tx, channelCancel, action+" "+a.RunID)
 	}
 	run, err := endedOutside(ctx, tx, a.RunID, graphserver.RunInterrupted, now, "")
 	if err != nil {
