@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
 )
@@ -28,14 +27,15 @@ func (db *DB) AppendRunEvents(ctx context.Context, runID string, events []graphs
 		}
 		seqs[i], names[i], datas[i] = n, ev.Event, string(ev.Data)
 	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO run_events (run_id, seq, event, data)
+	// One statement, one round trip: the notification goes with the
+	// insert's commit.
+	if _, err := db.pool.Exec(ctx, `WITH ins AS (INSERT INTO run_events (run_id, seq, event, data)
 			SELECT $1, e.seq, e.event, e.data FROM unnest($2::int[], $3::text[], $4::text[]) AS e (seq, event, data)
-			ON CONFLICT (run_id, seq) DO NOTHING`, runID, seqs, names, datas); err != nil {
-			return fmt.Errorf("store run events: %w", err)
-		}
-		return notifyTx(ctx, tx, channelRunEvents, runID)
-	})
+			ON CONFLICT (run_id, seq) DO NOTHING)
+		SELECT pg_notify($5, $1)`, runID, seqs, names, datas, channelRunEvents); err != nil {
+		return translate(fmt.Errorf("store run events: %w", err))
+	}
+	return nil
 }
 
 // RunEvents implements graphserver.EventStorage.

@@ -480,12 +480,13 @@ const claimAttempts = 5
 // ClaimRun implements graphserver.RunStorage.
 func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*graphserver.QueuedRun, error) {
 	for range claimAttempts {
-		var row runRow
-		err := db.writeTx(ctx, func(tx pgx.Tx) error {
-			var err error
-			row, err = getRow[runRow](ctx, tx, claimQuery, owner, leaseUntil, now, now)
-			return err
-		})
+		// One statement: no transaction around it.
+		start := time.Now()
+		row, err := getRow[runRow](ctx, db.pool, claimQuery, owner, leaseUntil, now, now)
+		err = translate(err)
+		if graphserver.ErrorCode(err) != graphserver.ENOTFOUND {
+			db.observeWrite(max(time.Since(start), time.Nanosecond), err)
+		}
 		switch {
 		case graphserver.ErrorCode(err) == graphserver.ENOTFOUND:
 			return nil, nil
@@ -586,11 +587,18 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 				return err
 			}
 		}
-		// The thread may have a run waiting for this one.
 		if err := notifyTx(ctx, tx, channelRunEnded, f.RunID); err != nil {
 			return err
 		}
-		return notifyTx(ctx, tx, channelRunQueued, f.RunID)
+		// The thread may have a run waiting for this one: wake the workers
+		// of every process (the Server wakes its own).
+		if waiting, err := scalar[bool](ctx, tx, `SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status = 'pending')`,
+			threadID); err != nil {
+			return fmt.Errorf("finish run %s: %w", f.RunID, err)
+		} else if waiting {
+			return notifyTx(ctx, tx, channelRunQueued, f.RunID)
+		}
+		return nil
 	})
 }
 
