@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/graphserver/graphserver"
 )
 
