@@ -74,7 +74,7 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
 	stored := 0
-	if q.events != nil {
+	if q.events != nil && qr.Attempt > 1 { // a first attempt has stored nothing
 		n, err := q.events.st.CountRunEvents(s.lifetime, run.RunID)
 		if err != nil {
 			// The run keeps its lease, which the sweep recovers.

@@ -394,16 +394,11 @@ func putWrites(ctx context.Context, tx pgx.Tx, runID, threadID, ns, cpID, taskID
 
 // GetCheckpoint implements graphserver.Checkpointer.
 func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
-	var out *graphserver.CheckpointRecord
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = getCheckpoint(ctx, tx, threadID, ns, cpID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	// No transaction: under READ COMMITTED it would give the statements no
+	// common snapshot, only two more round trips. A checkpoint's blobs
+	// never change, and go only when no checkpoint needs them.
+	out, err := getCheckpoint(ctx, db.pool, threadID, ns, cpID)
+	return out, translate(err)
 }
 
 // getCheckpoint reads one checkpoint (the latest in ns when cpID is
@@ -598,25 +593,18 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 		return nil, err
 	}
 	lim, largs := limitOffset(opts.Limit, 0, false)
-	out := []*graphserver.CheckpointRecord{}
-	err := db.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := selectRows[checkpointRow](ctx, tx, `SELECT `+checkpointColumns+` FROM checkpoints`+w.String()+
-			` ORDER BY checkpoint_id DESC`+lim, append(w.args, largs...)...)
-		if err != nil {
-			return fmt.Errorf("list checkpoints: %w", err)
-		}
-		out = make([]*graphserver.CheckpointRecord, 0, len(rows))
-		for i := range rows {
-			cp, err := loadCheckpoint(ctx, tx, threadID, &rows[i])
-			if err != nil {
-				return err
-			}
-			out = append(out, cp)
-		}
-		return nil
-	})
+	rows, err := selectRows[checkpointRow](ctx, db.pool, `SELECT `+checkpointColumns+` FROM checkpoints`+w.String()+
+		` ORDER BY checkpoint_id DESC`+lim, append(w.args, largs...)...)
 	if err != nil {
-		return nil, err
+		return nil, translate(fmt.Errorf("list checkpoints: %w", err))
+	}
+	out := make([]*graphserver.CheckpointRecord, 0, len(rows))
+	for i := range rows {
+		cp, err := loadCheckpoint(ctx, db.pool, threadID, &rows[i])
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, cp)
 	}
 	return out, nil
 }
