@@ -112,7 +112,7 @@ var routeDocs = map[string]opDoc{
 	"PUT /store/items": {summary: "Put an item", body: graphserver.ItemPut{}, kind: respNoContent},
 	"GET /store/items": {summary: "Get an item (null when missing)", resp: graphserver.Item{},
 		query: []paramDoc{
-			q("namespace", "string", "The namespace, its parts separated by dots."),
+			q("namespace", "array", "The namespace: its labels as repeated keys (namespace=users&namespace=alice), or joined by dots in one value (namespace=users.alice, what the SDKs send)."),
 			q("key", "string", "The item's key."),
 			q("refresh_ttl", "boolean", "Refresh the item's TTL (default true)."),
 		}},
