@@ -21,7 +21,7 @@ import (
 // SDK-PY hands it to httpx, which joins a relative path to its base_url,
 // and the Go client joins it to its base path (client.resolve). A prefixed
 // Location would reconnect to /agents/agents/... (e2e/test/prefix.test.js
-// drives the JS SDK through such a reconnection).
+// and e2e/python/test_prefix.py drive the SDKs through such a reconnection).
 func TestMountedUnderPrefix(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
