@@ -90,11 +90,11 @@ type AssistantVersionSearch struct {
 	Filter   Filter   `json:"-"` // as AssistantSearch.Filter
 }
 
-// AssistantSortColumns are the values sort_by accepts on assistant search.
-var AssistantSortColumns = []string{"assistant_id", "graph_id", "name", "created_at", "updated_at"}
+// assistantSortColumns are the values sort_by accepts on assistant search.
+var assistantSortColumns = []string{"assistant_id", "graph_id", "name", "created_at", "updated_at"}
 
-// AssistantSelectColumns are the values select accepts on assistant search.
-var AssistantSelectColumns = []string{"assistant_id", "graph_id", "name", "description", "config", "context", "created_at", "updated_at", "metadata", "version"}
+// assistantSelectColumns are the values select accepts on assistant search.
+var assistantSelectColumns = []string{"assistant_id", "graph_id", "name", "description", "config", "context", "created_at", "updated_at", "metadata", "version"}
 
 // resolveAssistantID maps an assistant id from the API to a stored id: a UUID
 // in canonical form, or a registered graph id to its system assistant's id.
@@ -231,11 +231,11 @@ func (s *Server) DeleteAssistant(ctx context.Context, id string, deleteThreads b
 
 // SearchAssistants returns one page of the assistants matching q, sorted by
 // q.SortBy (default created_at) and q.SortOrder (default desc). Limit 0
-// means DefaultLimit.
+// means SearchLimitDefault.
 //
-// It returns EINVALID when limit is outside 1..MaxLimit, offset is negative,
+// It returns EINVALID when limit is outside 1..SearchLimitMax, offset is negative,
 // or sort_by, sort_order or a select field is not one the API offers
-// (AssistantSortColumns, AssistantSelectColumns). It blocks on storage.
+// (assistantSortColumns, assistantSelectColumns). It blocks on storage.
 func (s *Server) SearchAssistants(ctx context.Context, q AssistantSearch) (*Page[*Assistant], error) {
 	if err := checkFilter("metadata", q.Metadata); err != nil {
 		return nil, err
@@ -243,10 +243,10 @@ func (s *Server) SearchAssistants(ctx context.Context, q AssistantSearch) (*Page
 	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
 		return nil, err
 	}
-	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", AssistantSortColumns); err != nil {
+	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", assistantSortColumns); err != nil {
 		return nil, err
 	}
-	if err := checkSelect(q.Select, AssistantSelectColumns); err != nil {
+	if err := checkSelect(q.Select, assistantSelectColumns); err != nil {
 		return nil, err
 	}
 	filter, err := s.authFilter(ctx, "assistants", "search", &q)
@@ -276,7 +276,7 @@ func (s *Server) CountAssistants(ctx context.Context, q AssistantSearch) (int, e
 }
 
 // ListAssistantVersions returns the versions of an assistant, newest first,
-// filtered by q.Metadata and paged by q.Limit (0 means DefaultLimit) and
+// filtered by q.Metadata and paged by q.Limit (0 means SearchLimitDefault) and
 // q.Offset.
 //
 // It returns EINVALID for a malformed id or paging outside its bounds, and

@@ -50,7 +50,7 @@ type Cron struct {
 	Enabled bool `json:"enabled"`
 
 	// Now is the server's time of a search that selected "now"
-	// (CronSelectColumns); nil otherwise, and then absent from the wire.
+	// (cronSelectColumns); nil otherwise, and then absent from the wire.
 	Now *time.Time `json:"now,omitempty"`
 }
 
@@ -205,9 +205,9 @@ type CronSearch struct {
 	Metadata  Metadata `json:"metadata,omitempty"` // containment
 	Limit     int      `json:"limit,omitempty"`
 	Offset    int      `json:"offset,omitempty"`
-	SortBy    string   `json:"sort_by,omitempty"`    // CronSortColumns; default created_at
+	SortBy    string   `json:"sort_by,omitempty"`    // cronSortColumns; default created_at
 	SortOrder string   `json:"sort_order,omitempty"` // asc|desc; default desc
-	Select    []string `json:"select,omitempty"`     // CronSelectColumns
+	Select    []string `json:"select,omitempty"`     // cronSelectColumns
 
 	// Filter narrows by cron metadata with Filter operators, as
 	// AssistantSearch.Filter does. Not settable over HTTP.
@@ -217,12 +217,12 @@ type CronSearch struct {
 	ThreadFilter Filter `json:"-"`
 }
 
-// CronSortColumns are the values sort_by accepts on cron search.
-var CronSortColumns = []string{"cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at"}
+// cronSortColumns are the values sort_by accepts on cron search.
+var cronSortColumns = []string{"cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at"}
 
-// CronSelectColumns are the values select accepts on cron search ("now" is
+// cronSelectColumns are the values select accepts on cron search ("now" is
 // the server's time of the search).
-var CronSelectColumns = []string{"cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "timezone", "created_at", "updated_at", "user_id", "payload", "next_run_date", "metadata", "enabled", "now"}
+var cronSelectColumns = []string{"cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "timezone", "created_at", "updated_at", "user_id", "payload", "next_run_date", "metadata", "enabled", "now"}
 
 // CronUpdate is a change to a stored cron, computed by the Server from a
 // CronPatch. Nil fields are left unchanged.
@@ -747,20 +747,20 @@ func (s *Server) checkCronSearch(ctx context.Context, q *CronSearch) error {
 
 // SearchCrons returns one page of the crons matching q, sorted by q.SortBy
 // (default created_at) and q.SortOrder (default desc). Limit 0 means
-// DefaultLimit.
+// SearchLimitDefault.
 //
 // It returns EINVALID when the assistant or thread id is malformed, limit
-// is outside 1..MaxLimit, offset is negative, or sort_by, sort_order or a
-// select field is not one the API offers (CronSortColumns,
-// CronSelectColumns). It blocks on storage.
+// is outside 1..SearchLimitMax, offset is negative, or sort_by, sort_order or a
+// select field is not one the API offers (cronSortColumns,
+// cronSelectColumns). It blocks on storage.
 func (s *Server) SearchCrons(ctx context.Context, q CronSearch) (*Page[*Cron], error) {
 	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
 		return nil, err
 	}
-	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", CronSortColumns); err != nil {
+	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", cronSortColumns); err != nil {
 		return nil, err
 	}
-	if err := checkSelect(q.Select, CronSelectColumns); err != nil {
+	if err := checkSelect(q.Select, cronSelectColumns); err != nil {
 		return nil, err
 	}
 	if err := s.checkCronSearch(ctx, &q); err != nil {

@@ -18,8 +18,8 @@ const (
 	threadExtractAliasMax = 128
 )
 
-// ThreadExtractRoots are the thread fields an extract path starts with.
-var ThreadExtractRoots = []string{"values", "metadata", "config", "context", "interrupts"}
+// threadExtractRoots are the thread fields an extract path starts with.
+var threadExtractRoots = []string{"values", "metadata", "config", "context", "interrupts"}
 
 // extractStep is one step of an extract path: a key, or an index (negative
 // counts from the end).
@@ -31,7 +31,7 @@ type extractStep struct {
 
 // parseExtractPath reads a path such as values.messages[-1].content: keys
 // separated by dots, each followed by any number of [index]. The first key
-// is one of ThreadExtractRoots.
+// is one of threadExtractRoots.
 func parseExtractPath(path string) ([]extractStep, bool) {
 	if path == "" || len(path) > threadExtractPathMax {
 		return nil, false
@@ -59,7 +59,7 @@ func parseExtractPath(path string) ([]extractStep, bool) {
 			rest = rest[end+1:]
 		}
 	}
-	if len(steps) > threadExtractDepthMax || !slices.Contains(ThreadExtractRoots, steps[0].key) {
+	if len(steps) > threadExtractDepthMax || !slices.Contains(threadExtractRoots, steps[0].key) {
 		return nil, false
 	}
 	return steps, true
@@ -81,7 +81,7 @@ func checkExtract(extract map[string]string) (map[string][]extractStep, error) {
 		}
 		steps, ok := parseExtractPath(path)
 		if !ok {
-			return nil, Errorf(EINVALID, "Invalid extract path %q for %q: use dotted keys with [index] for list items, starting with %s (e.g. values.messages[-1].content), at most %d characters", path, alias, strings.Join(ThreadExtractRoots, ", "), threadExtractPathMax)
+			return nil, Errorf(EINVALID, "Invalid extract path %q for %q: use dotted keys with [index] for list items, starting with %s (e.g. values.messages[-1].content), at most %d characters", path, alias, strings.Join(threadExtractRoots, ", "), threadExtractPathMax)
 		}
 		out[alias] = steps
 	}

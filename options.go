@@ -88,7 +88,7 @@ func (o Options) validate() error {
 		return Errorf(EINVALID, "Options.Workers must be 0 (the default) or more, not %d.", o.Workers)
 	case o.MaxAttempts < 0:
 		return Errorf(EINVALID, "Options.MaxAttempts must be 0 (the default) or more, not %d.", o.MaxAttempts)
-	case !slices.Contains(MultitaskStrategies, o.DefaultMultitaskStrategy):
+	case !slices.Contains(multitaskStrategies, o.DefaultMultitaskStrategy):
 		return Errorf(EINVALID, "Options.DefaultMultitaskStrategy must be reject, interrupt, rollback or enqueue, not %q.", o.DefaultMultitaskStrategy)
 	case o.Webhooks.MaxAttempts < 0:
 		return Errorf(EINVALID, "Options.Webhooks.MaxAttempts must be 0 (the default) or more, not %d.", o.Webhooks.MaxAttempts)

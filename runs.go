@@ -160,17 +160,17 @@ const (
 // maxAfterSeconds bounds after_seconds: one year.
 const maxAfterSeconds = 365 * 24 * 60 * 60
 
-// RunStatuses are the values a run status takes.
-var RunStatuses = []string{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
+// runStatuses are the values a run status takes.
+var runStatuses = []string{RunPending, RunRunning, RunSuccess, RunError, RunTimeout, RunInterrupted}
 
-// MultitaskStrategies are the values multitask_strategy takes.
-var MultitaskStrategies = []string{MultitaskReject, MultitaskInterrupt, MultitaskRollback, MultitaskEnqueue}
+// multitaskStrategies are the values multitask_strategy takes.
+var multitaskStrategies = []string{MultitaskReject, MultitaskInterrupt, MultitaskRollback, MultitaskEnqueue}
 
-// StreamModesAll are the stream modes a run may ask for.
-var StreamModesAll = []string{"values", "messages", "messages-tuple", "updates", "events", "debug", "tasks", "checkpoints", "custom", "tools"}
+// streamModesAll are the stream modes a run may ask for.
+var streamModesAll = []string{"values", "messages", "messages-tuple", "updates", "events", "debug", "tasks", "checkpoints", "custom", "tools"}
 
-// RunSelectColumns are the values select accepts when listing runs.
-var RunSelectColumns = []string{"run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy"}
+// runSelectColumns are the values select accepts when listing runs.
+var runSelectColumns = []string{"run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy"}
 
 // StreamModes lists stream modes. On the wire it is one mode or a list.
 type StreamModes []string
@@ -600,12 +600,12 @@ func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]
 	if q.Offset < 0 {
 		return nil, Errorf(EINVALID, "offset must be 0 or more.")
 	}
-	if q.Status != "" && !slices.Contains(RunStatuses, q.Status) {
-		return nil, Errorf(EINVALID, "status must be one of %s.", strings.Join(RunStatuses, ", "))
+	if q.Status != "" && !slices.Contains(runStatuses, q.Status) {
+		return nil, Errorf(EINVALID, "status must be one of %s.", strings.Join(runStatuses, ", "))
 	}
 	for _, c := range q.Select {
-		if !slices.Contains(RunSelectColumns, c) {
-			return nil, Errorf(EINVALID, "select must list columns among %s.", strings.Join(RunSelectColumns, ", "))
+		if !slices.Contains(runSelectColumns, c) {
+			return nil, Errorf(EINVALID, "select must list columns among %s.", strings.Join(runSelectColumns, ", "))
 		}
 	}
 	return rs.ListRuns(ctx, threadID, &q)
@@ -734,8 +734,8 @@ func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawM
 // asked for are no longer held (Options.MaxEventLogBytes).
 func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts JoinStreamOptions) (*RunStream, error) {
 	for _, m := range opts.StreamMode {
-		if !slices.Contains(StreamModesAll, m) {
-			return nil, Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(StreamModesAll, ", "))
+		if !slices.Contains(streamModesAll, m) {
+			return nil, Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(streamModesAll, ", "))
 		}
 	}
 	threadID, runID, err := checkRunIDs(threadID, runID)
@@ -1155,8 +1155,8 @@ func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless
 		return Errorf(EINVALID, "assistant_id is required.")
 	}
 	rc.MultitaskStrategy = cmp.Or(rc.MultitaskStrategy, s.rq.defaultMultitask)
-	if !slices.Contains(MultitaskStrategies, rc.MultitaskStrategy) {
-		return Errorf(EINVALID, "multitask_strategy must be one of %s.", strings.Join(MultitaskStrategies, ", "))
+	if !slices.Contains(multitaskStrategies, rc.MultitaskStrategy) {
+		return Errorf(EINVALID, "multitask_strategy must be one of %s.", strings.Join(multitaskStrategies, ", "))
 	}
 	if stateless {
 		rc.IfNotExists = IfNotExistsCreate
@@ -1187,8 +1187,8 @@ func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless
 		rc.StreamMode = StreamModes{"values"}
 	}
 	for _, m := range rc.StreamMode {
-		if !slices.Contains(StreamModesAll, m) {
-			return Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(StreamModesAll, ", "))
+		if !slices.Contains(streamModesAll, m) {
+			return Errorf(EINVALID, "stream_mode must list modes among %s.", strings.Join(streamModesAll, ", "))
 		}
 	}
 	if rc.AfterSeconds < 0 || rc.AfterSeconds > maxAfterSeconds || math.IsNaN(rc.AfterSeconds) {

@@ -210,14 +210,14 @@ type ThreadSearch struct {
 	Filter Filter `json:"-"` // as AssistantSearch.Filter
 }
 
-// ThreadSortColumns are the values sort_by accepts on thread search.
-var ThreadSortColumns = []string{"thread_id", "status", "created_at", "updated_at", "state_updated_at"}
+// threadSortColumns are the values sort_by accepts on thread search.
+var threadSortColumns = []string{"thread_id", "status", "created_at", "updated_at", "state_updated_at"}
 
-// ThreadSelectColumns are the values select accepts on thread search.
-var ThreadSelectColumns = []string{"thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts"}
+// threadSelectColumns are the values select accepts on thread search.
+var threadSelectColumns = []string{"thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts"}
 
-// ThreadStatuses are the values a thread status takes.
-var ThreadStatuses = []string{ThreadIdle, ThreadBusy, ThreadInterrupted, ThreadError}
+// threadStatuses are the values a thread status takes.
+var threadStatuses = []string{ThreadIdle, ThreadBusy, ThreadInterrupted, ThreadError}
 
 // Prune strategies.
 const (
@@ -387,7 +387,7 @@ func (s *Server) DeleteThread(ctx context.Context, id string) error {
 
 // checkThreadSearch validates the filters shared by search and count:
 // ids must be UUIDs (rewritten in canonical form), status one of
-// ThreadStatuses, values a JSON object when given.
+// threadStatuses, values a JSON object when given.
 func checkThreadSearch(q *ThreadSearch) error {
 	var ids []string // an empty list filters nothing, like an absent one
 	for _, id := range q.IDs {
@@ -398,8 +398,8 @@ func checkThreadSearch(q *ThreadSearch) error {
 		ids = append(ids, id)
 	}
 	q.IDs = ids
-	if q.Status != "" && !slices.Contains(ThreadStatuses, q.Status) {
-		return Errorf(EINVALID, "Invalid status %q: must be one of %s", q.Status, strings.Join(ThreadStatuses, ", "))
+	if q.Status != "" && !slices.Contains(threadStatuses, q.Status) {
+		return Errorf(EINVALID, "Invalid status %q: must be one of %s", q.Status, strings.Join(threadStatuses, ", "))
 	}
 	if v := bytes.TrimSpace(q.Values); len(v) == 0 || bytes.Equal(v, []byte("null")) {
 		q.Values = nil
@@ -414,15 +414,15 @@ func checkThreadSearch(q *ThreadSearch) error {
 
 // SearchThreads returns one page of the threads matching q, sorted by
 // q.SortBy (default created_at) and q.SortOrder (default desc). Limit 0
-// means DefaultLimit.
+// means SearchLimitDefault.
 //
 // With q.Extract, each thread carries the values its paths find in
 // Extracted (kept by a select, too).
 //
 // It returns EINVALID when an id is not a UUID, status is unknown, values is
-// not an object, limit is outside 1..MaxLimit, offset is negative, sort_by,
+// not an object, limit is outside 1..SearchLimitMax, offset is negative, sort_by,
 // sort_order or a select field is not one the API offers
-// (ThreadSortColumns, ThreadSelectColumns), or extract has more than
+// (threadSortColumns, threadSelectColumns), or extract has more than
 // ThreadExtractMax paths or a malformed one. It blocks on storage.
 func (s *Server) SearchThreads(ctx context.Context, q ThreadSearch) (*Page[*Thread], error) {
 	if err := checkThreadSearch(&q); err != nil {
@@ -435,10 +435,10 @@ func (s *Server) SearchThreads(ctx context.Context, q ThreadSearch) (*Page[*Thre
 	if err := checkPaging(&q.Limit, &q.Offset); err != nil {
 		return nil, err
 	}
-	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", ThreadSortColumns); err != nil {
+	if err := checkSort(&q.SortBy, &q.SortOrder, "created_at", threadSortColumns); err != nil {
 		return nil, err
 	}
-	if err := checkSelect(q.Select, ThreadSelectColumns); err != nil {
+	if err := checkSelect(q.Select, threadSelectColumns); err != nil {
 		return nil, err
 	}
 	filter, err := s.authFilter(ctx, "threads", "search", &q)

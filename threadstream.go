@@ -28,8 +28,8 @@ const (
 	ThreadStreamStateUpdate = "state_update"
 )
 
-// ThreadStreamModes are the values a thread stream's modes take.
-var ThreadStreamModes = []string{ThreadStreamRunModes, ThreadStreamLifecycle, ThreadStreamStateUpdate}
+// threadStreamModes are the values a thread stream's modes take.
+var threadStreamModes = []string{ThreadStreamRunModes, ThreadStreamLifecycle, ThreadStreamStateUpdate}
 
 // threadFeedMax bounds the events a thread's feed retains for replay; older
 // ones are dropped first.
@@ -42,7 +42,7 @@ type ThreadStreamOptions struct {
 	// process still retains for the thread, then goes live. "" is live only:
 	// the events published from the moment the stream starts.
 	LastEventID string
-	// StreamModes selects the events (ThreadStreamModes); empty means
+	// StreamModes selects the events (threadStreamModes); empty means
 	// run_modes.
 	StreamModes []string
 }
@@ -75,8 +75,8 @@ type ThreadStream struct {
 func (s *Server) JoinThreadStream(ctx context.Context, threadID string, opts ThreadStreamOptions) (*ThreadStream, error) {
 	modes := opts.StreamModes
 	for _, m := range modes {
-		if !slices.Contains(ThreadStreamModes, m) {
-			return nil, Errorf(EINVALID, "Invalid stream mode: %s. Thread streams take %s.", m, strings.Join(ThreadStreamModes, ", "))
+		if !slices.Contains(threadStreamModes, m) {
+			return nil, Errorf(EINVALID, "Invalid stream mode: %s. Thread streams take %s.", m, strings.Join(threadStreamModes, ", "))
 		}
 	}
 	if len(modes) == 0 {

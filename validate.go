@@ -9,10 +9,10 @@ import (
 
 // Paging bounds shared by every search of the API.
 const (
-	// DefaultLimit is the page size of a search that names no limit.
-	DefaultLimit = 10
-	// MaxLimit is the largest page size a search accepts.
-	MaxLimit = 1000
+	// SearchLimitDefault is the page size of a search that names no limit.
+	SearchLimitDefault = 10
+	// SearchLimitMax is the largest page size a search accepts.
+	SearchLimitMax = 1000
 )
 
 // parseUUID returns id in canonical (lower-case, hyphenated) form, or
@@ -29,10 +29,10 @@ func parseUUID(what, id string) (string, error) {
 // both bounds.
 func checkPaging(limit, offset *int) error {
 	if *limit == 0 {
-		*limit = DefaultLimit
+		*limit = SearchLimitDefault
 	}
-	if *limit < 1 || *limit > MaxLimit {
-		return Errorf(EINVALID, "Invalid limit %d: must be between 1 and %d", *limit, MaxLimit)
+	if *limit < 1 || *limit > SearchLimitMax {
+		return Errorf(EINVALID, "Invalid limit %d: must be between 1 and %d", *limit, SearchLimitMax)
 	}
 	if *offset < 0 {
 		return Errorf(EINVALID, "Invalid offset %d: must be 0 or more", *offset)

@@ -36,13 +36,13 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-// DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
-const DefaultMaxBodyBytes = 10 << 20
+// MaxBodyBytesDefault is the request body limit when Options.MaxBodyBytes is 0.
+const MaxBodyBytesDefault = 10 << 20
 
 // Options configures the handler. The zero value is ready to use.
 type Options struct {
 	// MaxBodyBytes limits the size of a request body; larger bodies are
-	// answered with 413. 0 means DefaultMaxBodyBytes (10 MiB); -1 means no
+	// answered with 413. 0 means MaxBodyBytesDefault (10 MiB); -1 means no
 	// limit.
 	MaxBodyBytes int64
 
@@ -96,7 +96,7 @@ type Options struct {
 // default Logger.
 func (o Options) withDefaults(srv *graphserver.Server) Options {
 	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = MaxBodyBytesDefault
 	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = MaxStreamsDefault
