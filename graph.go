@@ -71,7 +71,7 @@ type GraphRun struct {
 	// Input is the run's input; nil or JSON null continues from the latest
 	// checkpoint (after a breakpoint). Command, when set, replaces Input.
 	Input   json.RawMessage
-	Command *Command
+	Command *RunCommand
 
 	// Config is the merged config; Config["configurable"] holds thread_id,
 	// run_id, assistant_id, graph_id, checkpoint_id (fork point) and user keys.
@@ -131,7 +131,7 @@ type HistoryRequest struct {
 type UpdateStateRequest struct {
 	Checkpoint   Checkpoint      // thread, namespace and optional fork point
 	Values       json.RawMessage // object, list or null
-	Command      *Command        // thread supersteps may carry a command
+	Command      *RunCommand     // thread supersteps may carry a command
 	AsNode       string          // node the update is attributed to; "" = inferred
 	Config       Object
 	Metadata     Object // extra checkpoint metadata

@@ -54,7 +54,7 @@ type Run struct {
 // RunKwargs is the execution record of a run, returned verbatim on the wire.
 type RunKwargs struct {
 	Input           json.RawMessage `json:"input"`
-	Command         *Command        `json:"command"`
+	Command         *RunCommand     `json:"command"`
 	Config          Object          `json:"config"`
 	Context         Object          `json:"context"`
 	StreamMode      []string        `json:"stream_mode"`
@@ -68,8 +68,8 @@ type RunKwargs struct {
 	Durability      string          `json:"durability"`
 }
 
-// Command resumes, updates or redirects a graph; it replaces a run's input.
-type Command struct {
+// RunCommand resumes, updates or redirects a graph; it replaces a run's input.
+type RunCommand struct {
 	Update json.RawMessage `json:"update,omitempty"` // object or list of [key, value]
 	Resume json.RawMessage `json:"resume,omitempty"` // value, or map interrupt id -> value
 	Goto   json.RawMessage `json:"goto,omitempty"`   // node, {node, input}, or a list of either
@@ -77,19 +77,19 @@ type Command struct {
 
 // UnmarshalJSON decodes a command, treating JSON null update, resume or goto
 // as absent (RemoteGraph serialises a whole Command with null fields).
-func (c *Command) UnmarshalJSON(data []byte) error {
-	type plain Command
+func (c *RunCommand) UnmarshalJSON(data []byte) error {
+	type plain RunCommand
 	var p plain
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	*c = Command(p)
+	*c = RunCommand(p)
 	c.Update, c.Resume, c.Goto = nonNull(c.Update), nonNull(c.Resume), nonNull(c.Goto)
 	return nil
 }
 
 // empty reports whether the command has no update, resume or goto.
-func (c *Command) empty() bool {
+func (c *RunCommand) empty() bool {
 	return len(nonNull(c.Update)) == 0 && len(nonNull(c.Resume)) == 0 && len(nonNull(c.Goto)) == 0
 }
 
@@ -195,7 +195,7 @@ func (m *StreamModes) UnmarshalJSON(data []byte) error {
 type RunCreate struct {
 	AssistantID       string          `json:"assistant_id"` // assistant id or registered graph id (required)
 	Input             json.RawMessage `json:"input,omitempty"`
-	Command           *Command        `json:"command,omitempty"`
+	Command           *RunCommand     `json:"command,omitempty"`
 	Metadata          Metadata        `json:"metadata,omitempty"`
 	Config            Object          `json:"config,omitempty"`
 	Context           Object          `json:"context,omitempty"`

@@ -174,7 +174,7 @@ func TestWaitRun(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, graphserver.ThreadInterrupted, th.Status)
 		require.Len(t, th.Interrupts, 1)
-		out, err = b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "interrupt", Command: &graphserver.Command{Resume: json.RawMessage(`"yes"`)}})
+		out, err = b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "interrupt", Command: &graphserver.RunCommand{Resume: json.RawMessage(`"yes"`)}})
 		require.NoError(t, err)
 		require.JSONEq(t, `{"answer":"yes"}`, string(out))
 		th, err = b.srv.GetThread(b.ctx, tid)
@@ -188,7 +188,7 @@ func TestWaitRun(t *testing.T) {
 		out, err := b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"s":1}`)})
 		require.NoError(t, err)
 		require.JSONEq(t, `{"s":1}`, string(out))
-		_, err = b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", Command: &graphserver.Command{Resume: json.RawMessage(`1`)}})
+		_, err = b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", Command: &graphserver.RunCommand{Resume: json.RawMessage(`1`)}})
 		requireCode(t, err, graphserver.EBADREQUEST)
 	})
 }

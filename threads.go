@@ -179,7 +179,7 @@ type Superstep struct {
 // StateUpdate is one update of a superstep.
 type StateUpdate struct {
 	Values  json.RawMessage `json:"values"`
-	Command *Command        `json:"command,omitempty"`
+	Command *RunCommand     `json:"command,omitempty"`
 	AsNode  string          `json:"as_node"`
 }
 

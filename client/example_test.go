@@ -120,7 +120,7 @@ func ExampleRemoteGraph_Node() {
 	st, _ := g.State(ctx, &graphserver.StateRequest{Checkpoint: thread, Checkpointer: cp})
 	fmt.Println(st.Next, st.Interrupts[0].Value)
 
-	resume := &graphserver.Command{Resume: json.RawMessage(`"yes"`)}
+	resume := &graphserver.RunCommand{Resume: json.RawMessage(`"yes"`)}
 	if err := g.Run(ctx, &graphserver.GraphRun{ThreadID: thread.ThreadID, Command: resume, Checkpointer: cp}, nil); err != nil {
 		panic(err)
 	}

@@ -109,7 +109,7 @@ type RunOptions struct {
 	ThreadID string
 	// Command, when set, is sent instead of the input (resume, update,
 	// goto).
-	Command *graphserver.Command
+	Command *graphserver.RunCommand
 	// Config is merged over RemoteOptions.Config.
 	Config   graphserver.Object
 	Context  graphserver.Object
@@ -396,7 +396,7 @@ func (r *RemoteGraph) Subgraphs(ctx context.Context, config graphserver.Object, 
 func (r *RemoteGraph) Node(ctx context.Context, state graph.State) (any, error) {
 	threadID := graph.ThreadID(ctx)
 	modes, subgraphs := graph.StreamModes(ctx)
-	var cmd *graphserver.Command
+	var cmd *graphserver.RunCommand
 	if pending, err := r.pendingInterrupts(ctx, threadID); err != nil {
 		return nil, err
 	} else if len(pending) > 0 {
@@ -417,7 +417,7 @@ func (r *RemoteGraph) Node(ctx context.Context, state graph.State) (any, error) 
 			if err != nil {
 				return nil, err
 			}
-			cmd = &graphserver.Command{Resume: b}
+			cmd = &graphserver.RunCommand{Resume: b}
 		}
 	}
 	var input any = map[string]any(state)
@@ -450,7 +450,7 @@ func (r *RemoteGraph) Node(ctx context.Context, state graph.State) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		cmd = &graphserver.Command{Resume: b}
+		cmd = &graphserver.RunCommand{Resume: b}
 	}
 }
 

@@ -97,7 +97,7 @@ func TestRunsWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, graphserver.ThreadInterrupted, th.Status)
 
-	out, err = c.Runs.Wait(ctx, tid, graphserver.RunCreate{AssistantID: "ask", Command: &graphserver.Command{Resume: raw(t, "yes")}})
+	out, err = c.Runs.Wait(ctx, tid, graphserver.RunCreate{AssistantID: "ask", Command: &graphserver.RunCommand{Resume: raw(t, "yes")}})
 	require.NoError(t, err)
 	require.Equal(t, "yes", object(t, out)["answer"])
 

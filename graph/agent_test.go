@@ -149,7 +149,7 @@ func TestAgentSecondRunAndInterrupt(t *testing.T) {
 	require.Equal(t, "input", hist[1].Metadata["source"])
 	require.Equal(t, 4.0, toFloat(hist[1].Metadata["step"]))
 
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: []byte(`"ok"`)}})
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: []byte(`"ok"`)}})
 	require.NoError(t, err)
 	st = h.state()
 	require.Empty(t, st.Next)

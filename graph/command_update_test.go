@@ -14,7 +14,7 @@ func TestCommandUpdateOnFinishedThread(t *testing.T) {
 	h := newHarness(t, agentGraph(t))
 	h.input(`{"messages": ["foo"]}`)
 	before := h.history()
-	rec, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Update: []byte(`{"interrupt": true}`)}, StreamModes: []string{"values"}})
+	rec, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Update: []byte(`{"interrupt": true}`)}, StreamModes: []string{"values"}})
 	require.NoError(t, err)
 	require.Len(t, rec.of("values"), 1)
 

@@ -44,7 +44,7 @@ func ExampleEntrypoint() {
 	st, _ := review.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: "t"}, Checkpointer: cp})
 	fmt.Println(st.Next, st.Interrupts[0].Value.(map[string]any)["essay"])
 
-	run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"This essay is great."`)}})
+	run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`"This essay is great."`)}})
 	st, _ = review.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: "t"}, Checkpointer: cp})
 	fmt.Println(st.Values)
 	fmt.Println("compose_essay ran", calls, "time")

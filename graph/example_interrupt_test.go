@@ -32,7 +32,7 @@ func ExampleInterrupt() {
 	st, _ := review.State(ctx, &graphserver.StateRequest{Checkpoint: graphserver.Checkpoint{ThreadID: "t"}, Checkpointer: cp})
 	fmt.Println(st.Next, st.Interrupts[0].Value)
 
-	resume := &graphserver.GraphRun{ThreadID: "t", Command: &graphserver.Command{Resume: json.RawMessage(`"yes"`)}, Checkpointer: cp}
+	resume := &graphserver.GraphRun{ThreadID: "t", Command: &graphserver.RunCommand{Resume: json.RawMessage(`"yes"`)}, Checkpointer: cp}
 	if err := review.Run(ctx, resume, nil); err != nil {
 		panic(err)
 	}

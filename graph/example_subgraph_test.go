@@ -46,7 +46,7 @@ func ExampleCompiled_Invoke_subgraph() {
 	}
 	st := state()
 	fmt.Println(st.Next, st.Interrupts[0].Value, st.Tasks[0].Checkpoint.CheckpointNS == "execute:"+st.Tasks[0].ID)
-	if err := agent.Run(ctx, &graphserver.GraphRun{ThreadID: "t", Command: &graphserver.Command{Resume: json.RawMessage(`"yes"`)}, Checkpointer: cp}, nil); err != nil {
+	if err := agent.Run(ctx, &graphserver.GraphRun{ThreadID: "t", Command: &graphserver.RunCommand{Resume: json.RawMessage(`"yes"`)}, Checkpointer: cp}, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println(state().Values)

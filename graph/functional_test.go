@@ -18,8 +18,8 @@ import (
 // updatesOf returns the updates stream's chunks.
 func updatesOf(rec *recorder) []any { return rec.of("updates") }
 
-func resume(v string) *graphserver.Command {
-	return &graphserver.Command{Resume: json.RawMessage(v)}
+func resume(v string) *graphserver.RunCommand {
+	return &graphserver.RunCommand{Resume: json.RawMessage(v)}
 }
 
 // LangGraph's test_imp_task (tests/test_pregel_async.py): tasks called from

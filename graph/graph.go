@@ -109,7 +109,7 @@ type Send struct {
 
 // Command is what a node may return to update the state and choose where to
 // go at once. Goto holds a node name, a Send, or a list of either. Resume is
-// only meaningful as run input (see graphserver.Command).
+// only meaningful as run input (see graphserver.RunCommand).
 //
 // Graph, when Parent, sends the Command to the graph above the node's graph
 // (a supervisor handing off between agents run as subgraphs): the task of

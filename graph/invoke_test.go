@@ -142,7 +142,7 @@ func TestInvokeInsideNodeIsSubgraph(t *testing.T) {
 			require.Equal(t, []string{"ask"}, full.Tasks[0].State.Next)
 
 			// resume: the node runs again, the subgraph continues where it paused
-			_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"yes"`)}, Store: store, Config: cfg})
+			_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`"yes"`)}, Store: store, Config: cfg})
 			require.NoError(t, err)
 			require.Equal(t, "draft of cats: yes", h.state().Values.(map[string]any)["outcome"])
 			require.Equal(t, int32(1), drafts.Load(), "the subgraph's finished node did not run again")
@@ -250,7 +250,7 @@ func TestRemoteNodeHooks(t *testing.T) {
 			require.Empty(t, rec.of("custom|"+ns))
 			require.Equal(t, []any{map[string]any{"__interrupt__": []any{map[string]any{"value": "remote asks", "id": remoteID}}}}, rec.of("updates"))
 
-			_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(tc.resume)}})
+			_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(tc.resume)}})
 			require.NoError(t, err)
 			require.Equal(t, []any{tc.want}, sent)
 			require.Equal(t, "done", h.state().Values.(map[string]any)["out"])
@@ -280,7 +280,7 @@ func TestPlainResumeNeedsOneInterrupt(t *testing.T) {
 	st := h.state()
 	require.Len(t, st.Interrupts, 2)
 
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"x"`)}})
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`"x"`)}})
 	require.Error(t, err)
 	require.Equal(t, "RuntimeError", graphserver.ErrorName(err))
 	require.Contains(t, err.Error(), "you must specify the interrupt id when resuming")
@@ -293,12 +293,12 @@ func TestPlainResumeNeedsOneInterrupt(t *testing.T) {
 			aID = task.Interrupts[0].ID
 		}
 	}
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`{"` + aID + `": "1"}`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`{"` + aID + `": "1"}`)}})
 	require.NoError(t, err)
 	left := h.state()
 	require.Len(t, left.Interrupts, 1)
 	require.Equal(t, "question b", left.Interrupts[0].Value)
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"2"`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`"2"`)}})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []any{"a=1", "b=2"}, h.state().Values.(map[string]any)["answers"])
 }

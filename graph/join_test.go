@@ -82,7 +82,7 @@ func TestJoinEdge(t *testing.T) {
 		h.input(`{"log": []}`)
 		require.Equal(t, []string{"b2"}, h.state().Next)
 		require.Equal(t, 0, count(runs, "c"))
-		_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"yes"`)}})
+		_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`"yes"`)}})
 		require.NoError(t, err)
 		require.Equal(t, 1, count(runs, "c"))
 		require.Equal(t, []any{"a", "b1", "b2", "c"}, h.state().Values.(map[string]any)["log"])

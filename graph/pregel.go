@@ -169,7 +169,7 @@ func (r *runner) metadata(m graphserver.Object) graphserver.Object {
 
 // run executes the graph from input (hasInput) or a command, or continues
 // from the latest checkpoint. It returns the output values.
-func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphserver.Command, fromID string) (any, error) {
+func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphserver.RunCommand, fromID string) (any, error) {
 	cs, err := load(ctx, r.rc.cp, r.rc.threadID, r.ns, fromID)
 	if err != nil {
 		return nil, err
@@ -432,7 +432,7 @@ func markSeen(next, cs *ckpt, t *task) {
 }
 
 // applyCommandInput saves a run's Command as writes of the null task.
-func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserver.Command, fresh bool) error {
+func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserver.RunCommand, fresh bool) error {
 	var writes []write
 	if len(cmd.Update) > 0 && string(cmd.Update) != "null" {
 		ws, err := r.g.updateWrites(cmd.Update)

@@ -100,14 +100,14 @@ func TestCommandFromNodeAndInput(t *testing.T) {
 	require.Equal(t, []any{"a", "c"}, h.state().Values.(map[string]any)["log"])
 
 	// Command as run input: update + goto b
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Update: json.RawMessage(`{"log": "cmd"}`), Goto: json.RawMessage(`"b"`)}})
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Update: json.RawMessage(`{"log": "cmd"}`), Goto: json.RawMessage(`"b"`)}})
 	require.NoError(t, err)
 	require.Equal(t, []any{"a", "c", "cmd", "b"}, h.state().Values.(map[string]any)["log"])
 	// goto as Send object, update as [[k, v]] list
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Update: json.RawMessage(`[["log", "pair"]]`), Goto: json.RawMessage(`[{"node": "c", "input": {}}]`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Update: json.RawMessage(`[["log", "pair"]]`), Goto: json.RawMessage(`[{"node": "c", "input": {}}]`)}})
 	require.NoError(t, err)
 	require.Equal(t, []any{"a", "c", "cmd", "b", "pair", "c"}, h.state().Values.(map[string]any)["log"])
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{}})
 	require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(err))
 }
 

@@ -135,7 +135,7 @@ func TestRetriedCommandRunResumes(t *testing.T) {
 			h.input(`{"log": ["in"]}`)
 			require.Equal(t, []string{"b"}, h.state().Next)
 
-			run := graphserver.GraphRun{RunID: uuid.NewString(), Command: &graphserver.Command{Update: json.RawMessage(`{"log": "cmd"}`)}}
+			run := graphserver.GraphRun{RunID: uuid.NewString(), Command: &graphserver.RunCommand{Update: json.RawMessage(`{"log": "cmd"}`)}}
 			require.ErrorIs(t, cancelWhenStarted(t, h, blk, run), context.Canceled)
 			_, err := h.run(run)
 			require.NoError(t, err)
@@ -200,7 +200,7 @@ func TestExitDurabilityKeepsCommandUpdate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"b"}, h.state().Next)
 
-	run := graphserver.GraphRun{RunID: uuid.NewString(), Durability: "exit", Command: &graphserver.Command{Update: json.RawMessage(`{"log": "cmd"}`)}}
+	run := graphserver.GraphRun{RunID: uuid.NewString(), Durability: "exit", Command: &graphserver.RunCommand{Update: json.RawMessage(`{"log": "cmd"}`)}}
 	require.ErrorIs(t, cancelWhenStarted(t, h, blk, run), context.Canceled)
 
 	_, err = h.run(graphserver.GraphRun{Durability: "exit"})
@@ -231,14 +231,14 @@ func TestResumeMapWithUnknownID(t *testing.T) {
 	require.NotEqual(t, unknown, id)
 
 	// only an unknown id: the interrupt stays pending
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`{"` + unknown + `": "no"}`)}})
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`{"` + unknown + `": "no"}`)}})
 	require.NoError(t, err)
 	st = h.state()
 	require.Equal(t, []string{"ask"}, st.Next)
 	require.Len(t, st.Interrupts, 1)
 	require.Equal(t, id, st.Interrupts[0].ID)
 
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`{"` + id + `": "yes", "` + unknown + `": "no"}`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`{"` + id + `": "yes", "` + unknown + `": "no"}`)}})
 	require.NoError(t, err)
 	st = h.state()
 	require.Empty(t, st.Next)

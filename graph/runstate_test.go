@@ -50,14 +50,14 @@ func TestRunStateMatchesState(t *testing.T) {
 			require.Nil(t, st)
 			require.Equal(t, []string{"agent"}, h.state().Next)
 			st, err = runState(t, h, graphserver.GraphRun{Durability: durability,
-				Command: &graphserver.Command{Resume: json.RawMessage(`"go"`)}})
+				Command: &graphserver.RunCommand{Resume: json.RawMessage(`"go"`)}})
 			require.NoError(t, err)
 			requireSame(t, h, st)
 			require.Len(t, contents(st, "messages"), 8)
 
 			// A command that only updates the state.
 			st, err = runState(t, h, graphserver.GraphRun{Durability: durability,
-				Command: &graphserver.Command{Update: json.RawMessage(`{"interrupt": true}`)}})
+				Command: &graphserver.RunCommand{Update: json.RawMessage(`{"interrupt": true}`)}})
 			require.NoError(t, err)
 			requireSame(t, h, st)
 

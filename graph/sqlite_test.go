@@ -60,7 +60,7 @@ func TestAgentOnSQLite(t *testing.T) {
 	// interrupt and resume through sqlite
 	h.input(`{"messages":["bar"], "interrupt": true}`)
 	require.Equal(t, []string{"agent"}, h.state().Next)
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`"go"`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`"go"`)}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"foo", "begin", "tool_call__begin", "end", "bar", "begin", "tool_call__begin", "end"}, contents(h.state(), "messages"))
 

@@ -119,13 +119,13 @@ func TestInterruptInsideSubgraph(t *testing.T) {
 
 	// resume by id map
 	resume, _ := json.Marshal(map[string]any{st.Interrupts[0].ID: "ann"})
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: resume}})
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: resume}})
 	require.NoError(t, err)
 	st = h.state()
 	require.Equal(t, []string{"child"}, st.Next)
 	require.Equal(t, "age?", st.Interrupts[0].Value)
 
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{Resume: json.RawMessage(`42`)}})
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Resume: json.RawMessage(`42`)}})
 	require.NoError(t, err)
 	st = h.state()
 	require.Empty(t, st.Next)

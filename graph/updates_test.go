@@ -39,7 +39,7 @@ func TestOverwrite(t *testing.T) {
 	require.Equal(t, 100.0, st.Values.(map[string]any)["total"])
 
 	// the JSON form, in a Command update: before it replaced, after it ignored
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{
 		Update: json.RawMessage(`[["items", "x"], ["items", {"__overwrite__": ["y"]}], ["items", "z"], ["total", {"type": "__overwrite__", "value": 1}]]`),
 	}})
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestOverwrite(t *testing.T) {
 	require.Equal(t, []any{"y"}, st.Values.(map[string]any)["items"])
 	require.Equal(t, 1.0, st.Values.(map[string]any)["total"])
 
-	_, err = h.run(graphserver.GraphRun{Command: &graphserver.Command{
+	_, err = h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{
 		Update: json.RawMessage(`[["items", {"__overwrite__": ["1"]}], ["items", {"__overwrite__": ["2"]}]]`),
 	}})
 	require.Equal(t, "InvalidUpdateError", graphserver.ErrorName(err))
@@ -79,13 +79,13 @@ func TestCommandUpdateRejected(t *testing.T) {
 		{`[["k", 1], ["k", 2]]`, "InvalidUpdateError", "At key 'k': Can receive only one value per step."},
 		{`"not an object"`, "InvalidUpdateError", "Expected dict"},
 	} {
-		_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Update: json.RawMessage(tc.update), Resume: json.RawMessage(`"yes"`)}})
+		_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Update: json.RawMessage(tc.update), Resume: json.RawMessage(`"yes"`)}})
 		require.Error(t, err, tc.update)
 		require.Equal(t, tc.name, graphserver.ErrorName(err), tc.update)
 		require.Contains(t, err.Error(), tc.message)
 		require.JSONEq(t, jsonOf(t, before), jsonOf(t, h.state()), "nothing changed")
 	}
-	_, err := h.run(graphserver.GraphRun{Command: &graphserver.Command{Update: json.RawMessage(`{"k": 1}`), Resume: json.RawMessage(`"yes"`)}})
+	_, err := h.run(graphserver.GraphRun{Command: &graphserver.RunCommand{Update: json.RawMessage(`{"k": 1}`), Resume: json.RawMessage(`"yes"`)}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"hi", "yes"}, contents(h.state(), "messages"))
 }

@@ -53,7 +53,7 @@ func TestPublisher(t *testing.T) {
 		require.Equal(t, []string{"review"}, st.Next)
 		require.Equal(t, map[string]any{"question": "Publish this draft?", "draft": "A post about Go"}, st.Interrupts[0].Value)
 
-		out, err := c.Runs.Wait(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "publisher", Command: &graphserver.Command{Resume: json.RawMessage(`"` + answer + `"`)}})
+		out, err := c.Runs.Wait(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "publisher", Command: &graphserver.RunCommand{Resume: json.RawMessage(`"` + answer + `"`)}})
 		require.NoError(t, err)
 		var vals map[string]any
 		require.NoError(t, json.Unmarshal(out, &vals))
