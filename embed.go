@@ -2,10 +2,6 @@ package graphserver
 
 import (
 	"context"
-	"hash/fnv"
-	"math"
-	"strings"
-	"unicode"
 )
 
 // Embedder turns texts into vectors for semantic store search (the query of
@@ -18,63 +14,4 @@ import (
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 	Dimensions() int
-}
-
-// HashEmbedderDimensionsDefault is the vector size of a HashEmbedder whose
-// Dims is zero.
-const HashEmbedderDimensionsDefault = 256
-
-// HashEmbedder is a deterministic Embedder for tests and examples: it
-// lower-cases a text, splits it into letter/digit tokens, hashes each token
-// into one of Dims buckets and returns the normalised bucket counts. Texts
-// sharing words get a positive cosine similarity; it knows nothing of meaning
-// and never calls a network service. The zero value is ready to use.
-type HashEmbedder struct {
-	Dims int // vector size; 0 means HashEmbedderDimensionsDefault
-}
-
-// Dimensions returns the vector size.
-func (e HashEmbedder) Dimensions() int {
-	if e.Dims <= 0 {
-		return HashEmbedderDimensionsDefault
-	}
-	return e.Dims
-}
-
-// Embed returns one unit vector per text (the zero vector for a text
-// without tokens). It never fails unless ctx is done.
-func (e HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	dims := e.Dimensions()
-	out := make([][]float32, len(texts))
-	for i, text := range texts {
-		v := make([]float32, dims)
-		for _, tok := range tokenize(text) {
-			h := fnv.New32a()
-			h.Write([]byte(tok))
-			v[h.Sum32()%uint32(dims)]++
-		}
-		var norm float64
-		for _, x := range v {
-			norm += float64(x) * float64(x)
-		}
-		if norm > 0 {
-			n := float32(math.Sqrt(norm))
-			for j := range v {
-				v[j] /= n
-			}
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
-// tokenize splits text into lower-case runs of letters and digits, the
-// tokens HashEmbedder hashes.
-func tokenize(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/embedtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -25,8 +26,8 @@ func ExampleServer_SearchItems() {
 	defer db.Close()
 	srv, err := graphserver.New(graphserver.Options{
 		Storage:          db,
-		Embedder:         graphserver.HashEmbedder{}, // deterministic; use a real model in production
-		StoreIndexFields: []string{"text"},           // embed value.text of each item
+		Embedder:         embedtest.HashEmbedder{}, // a deterministic test embedder; plug in a real model in production
+		StoreIndexFields: []string{"text"},         // embed value.text of each item
 	})
 	if err != nil {
 		panic(err)

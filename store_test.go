@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/embedtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -358,7 +359,7 @@ func TestStoreFullTextRanking(t *testing.T) {
 
 func TestStoreEmbedderRanking(t *testing.T) {
 	t.Parallel()
-	b := storeSetup(t, graphserver.Options{Embedder: graphserver.HashEmbedder{}, StoreIndexFields: []string{"text"}})
+	b := storeSetup(t, graphserver.Options{Embedder: embedtest.HashEmbedder{}, StoreIndexFields: []string{"text"}})
 	ns := []string{"memories", "ann"}
 	for key, text := range map[string]string{
 		"food":  "ann likes spicy food and green tea",
@@ -387,13 +388,13 @@ func TestStoreEmbedderRanking(t *testing.T) {
 	require.Greater(t, *items[0].Score, 0.5)
 
 	// HashEmbedder is deterministic and never fails on its own.
-	e := graphserver.HashEmbedder{}
+	e := embedtest.HashEmbedder{}
 	v1, err := e.Embed(b.ctx, []string{"Hello, world", "hello world", ""})
 	require.NoError(t, err)
 	require.Len(t, v1, 3)
-	require.Len(t, v1[0], graphserver.HashEmbedderDimensionsDefault)
+	require.Len(t, v1[0], embedtest.DimensionsDefault)
 	require.Equal(t, v1[0], v1[1])
-	require.Equal(t, make([]float32, graphserver.HashEmbedderDimensionsDefault), v1[2])
+	require.Equal(t, make([]float32, embedtest.DimensionsDefault), v1[2])
 }
 
 // failingEmbedder fails every call.

@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/embedtest"
 )
 
 // benchItems is the number of items in the store benchmarks' database.
@@ -44,7 +45,7 @@ func openBenchDB(b *testing.B) *DB {
 	}
 	b.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	emb := graphserver.HashEmbedder{Dims: benchDims}
+	emb := embedtest.HashEmbedder{Dims: benchDims}
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	err = db.write(ctx, func(tx *sqlx.Tx) error {
 		items, err := tx.PrepareContext(ctx, `INSERT INTO store_items (id, namespace, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`)
@@ -145,7 +146,7 @@ func BenchmarkStore(b *testing.B) {
 		{"FullText", graphserver.ItemQuery{Query: "alpha zulu"}},
 		{"FullTextPrefix", graphserver.ItemQuery{NamespacePrefix: []string{"users", "42"}, Query: "alpha zulu"}},
 	}
-	vec, _ := graphserver.HashEmbedder{Dims: benchDims}.Embed(ctx, []string{"alpha zulu"})
+	vec, _ := embedtest.HashEmbedder{Dims: benchDims}.Embed(ctx, []string{"alpha zulu"})
 	searches = append(searches,
 		struct {
 			name string
