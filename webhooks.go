@@ -111,7 +111,7 @@ func (p WebhookPolicy) check(ctx context.Context, raw string) error {
 		}
 	}
 	for _, a := range addrs {
-		if BlockedWebhookAddr(a) {
+		if !p.AllowsAddr(a) {
 			return Errorf(EINVALID, "webhook host %s resolves to a private address.", host)
 		}
 	}
@@ -121,10 +121,18 @@ func (p WebhookPolicy) check(ctx context.Context, raw string) error {
 // metadataAddrs are cloud metadata endpoints.
 var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
 
-// BlockedWebhookAddr reports whether a webhook may not target a: loopback,
-// private, link-local, unspecified, multicast or cloud metadata addresses.
-// Senders use it at dial time so that DNS cannot rebind past the policy.
-func BlockedWebhookAddr(a netip.Addr) bool {
+// AllowsAddr reports whether a webhook may connect to a: any address with
+// AllowPrivate, else none of the loopback, private, link-local, unspecified,
+// multicast or cloud metadata addresses. check applies it to the addresses
+// a URL's host resolves to; senders apply it again at dial time
+// (httpapi.NewWebhookSender), so that DNS cannot rebind past the policy.
+func (p WebhookPolicy) AllowsAddr(a netip.Addr) bool {
+	return p.AllowPrivate || !blockedWebhookAddr(a)
+}
+
+// blockedWebhookAddr reports whether a is an address webhooks may not
+// target by default.
+func blockedWebhookAddr(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, m := range metadataAddrs {
 		if a == m {

@@ -43,7 +43,7 @@ func NewWebhookSender(o WebhookSenderOptions) *WebhookSender {
 			if err != nil {
 				return err
 			}
-			if graphserver.BlockedWebhookAddr(ap.Addr()) {
+			if !(graphserver.WebhookPolicy{}).AllowsAddr(ap.Addr()) {
 				return fmt.Errorf("webhook address %s is not allowed", ap.Addr())
 			}
 			return nil
