@@ -2,7 +2,7 @@ package graphserver
 
 import "context"
 
-// TruncateOptions flags what Server.Truncate clears.
+// TruncateOptions flags what TruncateStorage.Truncate clears.
 type TruncateOptions struct {
 	// Runs deletes every run (in-flight ones are cancelled first).
 	Runs bool `json:"runs,omitempty"`
@@ -22,21 +22,4 @@ type TruncateStorage interface {
 	// Truncate deletes what opts flags, in one transaction. Assistants whose
 	// metadata.created_by is "system" are kept.
 	Truncate(ctx context.Context, opts TruncateOptions) error
-}
-
-// Truncate empties the parts of the storage opts flags, keeping the system
-// assistants: a test helper behind POST /internal/truncate, never meant for
-// production data. Runs in flight are cancelled first when runs or threads
-// are flagged. It returns EUNAVAILABLE after Close and the storage's error
-// otherwise.
-func (s *Server) Truncate(ctx context.Context, opts TruncateOptions) error {
-	if s.isClosed() {
-		return ErrServerClosed
-	}
-	if opts.Runs || opts.Threads {
-		if err := s.CancelRuns(ctx, RunCancelSelect{Status: "all"}, CancelInterrupt); err != nil && ErrorCode(err) != ENOTFOUND {
-			return err
-		}
-	}
-	return s.storage.Truncate(ctx, opts)
 }

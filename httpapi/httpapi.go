@@ -64,11 +64,13 @@ type Options struct {
 	// non-nil slice disables CORS headers. "*" in the list allows any origin.
 	CORSOrigins []string
 
-	// EnableTruncate serves POST /internal/truncate, a test helper that
-	// empties the storage (as the JS dev server's): the body flags runs,
-	// threads, assistants (system ones are kept), store and checkpoint (or
-	// checkpointer). Never enable it in production.
-	EnableTruncate bool
+	// Truncate, when set, serves POST /internal/truncate, the test helper
+	// of the JS dev server: it cancels the runs in flight when runs or
+	// threads are flagged, then empties what the body flags (runs, threads,
+	// assistants but the system ones, store, checkpoint or checkpointer)
+	// through Truncate, the Server's storage (sqlite.DB implements it).
+	// Default nil: the route is not served. Never set it in production.
+	Truncate graphserver.TruncateStorage
 
 	// Metrics serves GET /metrics in the Prometheus text format: HTTP
 	// requests by route pattern and status with latencies, runs by status

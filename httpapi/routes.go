@@ -95,7 +95,7 @@ func (h *handler) routes() []route {
 	if h.metrics != nil {
 		rts = append(rts, route{"GET /metrics", h.serveMetrics}) // Options.Metrics
 	}
-	if h.opts.EnableTruncate {
+	if h.opts.Truncate != nil {
 		rts = append(rts, route{"POST /internal/truncate", h.truncate}) // test helper (§2.1)
 	}
 	return rts

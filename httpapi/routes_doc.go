@@ -19,7 +19,7 @@ var routeDocs = map[string]opDoc{
 	"GET /metrics":            {summary: "Prometheus metrics (httpapi.Options.Metrics)", kind: respText},
 	"GET /openapi.json":       {summary: "This OpenAPI document"},
 	"GET /docs":               {summary: "API reference page rendering /openapi.json", kind: respHTML},
-	"POST /internal/truncate": {summary: "Empty the storage (test helper, httpapi.Options.EnableTruncate)", body: truncateRequest{}, resp: okResponse{}},
+	"POST /internal/truncate": {summary: "Empty the storage (test helper, httpapi.Options.Truncate)", body: truncateRequest{}, resp: okResponse{}},
 
 	// §2.2 Assistants
 	"POST /assistants":                 {summary: "Create an assistant", body: graphserver.AssistantCreate{}, resp: graphserver.Assistant{}},

@@ -18,21 +18,27 @@ type truncateRequest struct {
 }
 
 // truncate answers POST /internal/truncate (served only with
-// Options.EnableTruncate): it empties what the body flags and answers
-// {"ok": true}.
+// Options.Truncate): it cancels the runs in flight when runs or threads go,
+// empties what the body flags and answers {"ok": true}.
 func (h *handler) truncate(w http.ResponseWriter, r *http.Request) error {
 	var req truncateRequest
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	err := h.srv.Truncate(r.Context(), graphserver.TruncateOptions{
+	opts := graphserver.TruncateOptions{
 		Runs:        req.Runs,
 		Threads:     req.Threads,
 		Assistants:  req.Assistants,
 		Checkpoints: req.Checkpoint || req.Checkpointer,
 		Store:       req.Store,
-	})
-	if err != nil {
+	}
+	if opts.Runs || opts.Threads {
+		err := h.srv.CancelRuns(r.Context(), graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelInterrupt)
+		if err != nil && graphserver.ErrorCode(err) != graphserver.ENOTFOUND {
+			return err
+		}
+	}
+	if err := h.opts.Truncate.Truncate(r.Context(), opts); err != nil {
 		return err
 	}
 	return h.writeJSON(w, r, http.StatusOK, okResponse{OK: true})

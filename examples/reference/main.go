@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	if err != nil {
 		return err
 	}
-	var handler http.Handler = httpapi.New(srv, httpapi.Options{Logger: logger, EnableTruncate: true})
+	var handler http.Handler = httpapi.New(srv, httpapi.Options{Logger: logger, Truncate: db})
 	if *prefix != "" {
 		mux := http.NewServeMux()
 		mux.Handle(*prefix+"/", http.StripPrefix(*prefix, handler))
