@@ -55,7 +55,7 @@ type Cron struct {
 }
 
 // MarshalJSON writes empty ThreadID, OnRunCompleted, Timezone and UserID as
-// null, as the wire contract requires.
+// null, as the LangGraph API requires.
 func (c Cron) MarshalJSON() ([]byte, error) {
 	type plain Cron
 	return json.Marshal(struct {
@@ -423,8 +423,8 @@ func withoutCronID(rc *RunCreate, id string) {
 	}
 }
 
-// cronCreateValue is the value crons:create authorization handlers see
-// (wire contract §7.4). Handlers may change Metadata: the cron is created
+// cronCreateValue is the value crons:create authorization handlers see.
+// Handlers may change Metadata: the cron is created
 // with theirs.
 type cronCreateValue struct {
 	Payload  *RunCreate `json:"payload"`

@@ -138,7 +138,8 @@ both and serves them at GET /metrics.
 
 # Compatibility
 
-The HTTP API follows the LangGraph Platform wire contract: JSON in
+The HTTP API follows the LangGraph Platform API
+(https://langchain-ai.github.io/langgraph/cloud/reference/api/api_ref.html): JSON in
 snake_case, {"detail": "..."} error bodies, the Platform's status codes, and
 lenient decoding of what either SDK sends. Differences between the Python
 Platform and the JS dev server are resolved the way both SDKs accept.

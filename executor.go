@@ -576,7 +576,7 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 	return s.storage.SetThreadSummary(ctx, threadID, summarize(nil, nil), s.clock())
 }
 
-// summarize derives the thread summary (§5.5) from the final state.
+// summarize derives the thread summary from the final state.
 func summarize(st *ThreadState, errJSON json.RawMessage) *ThreadSummary {
 	sum := &ThreadSummary{Status: ThreadIdle, Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{}, Error: errJSON}
 	if st != nil {
@@ -598,7 +598,7 @@ func summarize(st *ThreadState, errJSON json.RawMessage) *ThreadSummary {
 	return sum
 }
 
-// finalOutput builds the §2.8 output of a finished run.
+// finalOutput builds the output of a finished run.
 func finalOutput(out *runOutcome, errJSON json.RawMessage) json.RawMessage {
 	if errJSON != nil {
 		return marshalOutput(map[string]json.RawMessage{"__error__": errJSON})

@@ -6,7 +6,7 @@ import (
 )
 
 // Object is a JSON object. A nil Object encodes as {} (never null), because
-// the wire contract gives every object field a {} default.
+// the LangGraph API gives every object field a {} default.
 type Object map[string]any
 
 // Metadata is a free-form JSON object attached to assistants, threads, runs,

@@ -190,8 +190,8 @@ func (m *StreamModes) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// RunCreate is the body of every run-creating request (§2.7 of the wire
-// contract). Zero fields take their documented defaults.
+// RunCreate is the body of every run-creating request. Zero fields take their
+// documented defaults.
 type RunCreate struct {
 	AssistantID       string          `json:"assistant_id"` // assistant id or registered graph id (required)
 	Input             json.RawMessage `json:"input,omitempty"`
@@ -1085,7 +1085,7 @@ func (s *Server) runAssistant(ctx context.Context, id string) (*Assistant, error
 	given := id
 	id, err := s.resolveAssistantID(id)
 	if err != nil {
-		// neither a UUID nor a graph id: no such assistant (§1.3, 404)
+		// neither a UUID nor a graph id: no such assistant (404)
 		return nil, Errorf(ENOTFOUND, "No assistant found for %q. Make sure the assistant ID is for a valid assistant or a registered graph.", given)
 	}
 	a, err := s.storage.GetAssistant(ctx, id, nil)
@@ -1103,9 +1103,9 @@ func (s *Server) runAssistant(ctx context.Context, id string) (*Assistant, error
 // excludedHeaders are x- headers never copied into configurable.
 var excludedHeaders = []string{"x-api-key", "x-tenant-id", "x-service-key"}
 
-// mergeRunConfig merges config and context per §5.9. It returns the run's
-// config (configurable as an Object the caller completes), the config stored
-// on the thread (without per-run keys) and the run's context.
+// mergeRunConfig merges config and context as LangGraph does. It returns the
+// run's config (configurable as an Object the caller completes), the config
+// stored on the thread (without per-run keys) and the run's context.
 func mergeRunConfig(asst *Assistant, threadCfg Object, rc *RunCreate) (cfg, stored, runCtx Object) {
 	cfg = Object{}
 	maps.Copy(cfg, asst.Config)

@@ -39,7 +39,7 @@ type Thread struct {
 	Extracted map[string]any `json:"extracted,omitempty"`
 }
 
-// MarshalJSON writes a nil Interrupts map as {} as the wire contract requires.
+// MarshalJSON writes a nil Interrupts map as {} as the LangGraph API requires.
 func (t Thread) MarshalJSON() ([]byte, error) {
 	type plain Thread
 	if t.Interrupts == nil {
@@ -483,7 +483,7 @@ func (s *Server) CountThreads(ctx context.Context, q ThreadSearch) (int, error) 
 // CopyThread copies the thread into a new one with a new id, the same
 // metadata, config and values, and every checkpoint rewritten to the new id.
 // It returns EINVALID when id is not a UUID and ECONFLICT (not ENOTFOUND, as
-// the wire contract says) when the source is missing or hidden. It blocks on
+// the LangGraph API says) when the source is missing or hidden. It blocks on
 // storage.
 func (s *Server) CopyThread(ctx context.Context, id string) (*Thread, error) {
 	id, err := parseUUID("thread", id)

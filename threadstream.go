@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// Thread stream modes (GET /threads/{thread_id}/stream, §4.7 of the wire
-// contract).
+// Thread stream modes (GET /threads/{thread_id}/stream).
 const (
 	// ThreadStreamRunModes passes every event of every run of the thread
 	// (each mode event, metadata, error and the run_done marker), but not
@@ -59,15 +58,14 @@ type ThreadStream struct {
 	modes []string
 }
 
-// JoinThreadStream returns a stream of the thread's events (§4.7 of the
-// wire contract): the events of every run executed on it in this process
-// (each named as on the run's stream, with metadata first and a metadata
-// {"status": "run_done", "run_id"} once the run ended) and state_update
-// events, filtered by opts.StreamModes. Event ids are "<ms>-<seq>", growing
-// within the thread; events are retained for replay as long as run logs are
-// (Options.ResumableStreamTTL for resumable runs and state updates, a few
-// seconds for the others). The stream never ends on its own: see
-// ThreadStream.Events.
+// JoinThreadStream returns a stream of the thread's events: the events of
+// every run executed on it in this process (each named as on the run's stream,
+// with metadata first and a metadata {"status": "run_done", "run_id"} once the
+// run ended) and state_update events, filtered by opts.StreamModes. Event ids
+// are "<ms>-<seq>", growing within the thread; events are retained for replay
+// as long as run logs are (Options.ResumableStreamTTL for resumable runs and
+// state updates, a few seconds for the others). The stream never ends on its
+// own: see ThreadStream.Events.
 //
 // It returns EINVALID for a malformed thread id, an unknown mode or a
 // malformed LastEventID, and ENOTFOUND when the thread is missing or hidden.

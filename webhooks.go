@@ -185,7 +185,7 @@ func (w *webhooks) signal() {
 	}
 }
 
-// delivery builds the outbox entry of a finished run (§6): the run record
+// delivery builds the outbox entry of a finished run: the run record
 // with its final status, plus run_started_at, run_ended_at, values and error.
 func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.Time, errJSON json.RawMessage) *WebhookDelivery {
 	status := out.status

@@ -24,8 +24,8 @@ func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 	return nil
 }
 
-// writePage writes a search page with its pagination headers (wire contract
-// §1.4): X-Pagination-Next when more rows exist, X-Pagination-Total always.
+// writePage writes a search page with its pagination headers:
+// X-Pagination-Next when more rows exist, X-Pagination-Total always.
 func writePage[T any](h *handler, w http.ResponseWriter, r *http.Request, p *graphserver.Page[T]) error {
 	if p.Next != nil {
 		w.Header().Set("X-Pagination-Next", strconv.Itoa(*p.Next))

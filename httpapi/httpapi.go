@@ -13,8 +13,8 @@
 // lists and JSON arrays. Request bodies are limited in size (413 beyond).
 //
 // Limits: routes.go lists what is served; contract routes not listed there
-// answer 404: crons (§2.9), the thread stream GET /threads/{id}/stream and the
-// protocol-v2 endpoints (§2.11), PATCH /threads/{id}/state, MCP and A2A.
+// answer 404: crons, the thread stream GET /threads/{id}/stream and the
+// protocol-v2 endpoints, PATCH /threads/{id}/state, MCP and A2A.
 // There is no authentication yet.
 //
 // Operations: every request gets an X-Request-Id and one log line (see

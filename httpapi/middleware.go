@@ -153,8 +153,8 @@ func (h *handler) logPanic(r *http.Request, v any) {
 		slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
 }
 
-// exposedHeaders are the response headers browsers may read (wire contract
-// §1.1): run locations and pagination.
+// exposedHeaders are the response headers browsers may read: run locations and
+// pagination.
 const exposedHeaders = "Content-Location, Location, X-Pagination-Next, X-Pagination-Total, X-Request-Id"
 
 // cors answers CORS preflight requests and adds CORS headers for the

@@ -84,7 +84,7 @@ var goComments = map[string]string{
 	"github.com/graphserver/graphserver.RunCommand.Goto":                      "node, {node, input}, or a list of either",
 	"github.com/graphserver/graphserver.RunCommand.Resume":                    "value, or map interrupt id -> value",
 	"github.com/graphserver/graphserver.RunCommand.Update":                    "object or list of [key, value]",
-	"github.com/graphserver/graphserver.RunCreate":                            "RunCreate is the body of every run-creating request (§2.7 of the wire contract).",
+	"github.com/graphserver/graphserver.RunCreate":                            "RunCreate is the body of every run-creating request.",
 	"github.com/graphserver/graphserver.RunCreate.AssistantID":                "assistant id or registered graph id (required)",
 	"github.com/graphserver/graphserver.RunCreate.Checkpoint":                 "{checkpoint_id, checkpoint_ns, checkpoint_map}",
 	"github.com/graphserver/graphserver.RunCreate.Durability":                 "sync | async (default) | exit",

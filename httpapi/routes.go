@@ -9,16 +9,16 @@ type route struct {
 }
 
 // routes lists every route the API serves, in the order of the wire
-// contract's route catalogue (§2). Add one line per route, and its
+// contract's route catalogue. Add one line per route, and its
 // description for /openapi.json in routes_doc.go (a test fails until you do).
 func (h *handler) routes() []route {
 	rts := []route{
-		// §2.1 System
+		// System
 		{"GET /{$}", h.landing},
 		{"GET /ok", h.ok},
 		{"GET /info", h.info},
 
-		// §2.2 Assistants
+		// Assistants
 		{"POST /assistants", h.createAssistant},
 		{"POST /assistants/search", h.searchAssistants},
 		{"POST /assistants/count", h.countAssistants},
@@ -32,7 +32,7 @@ func (h *handler) routes() []route {
 		{"GET /assistants/{assistant_id}/subgraphs", h.getAssistantSubgraphs},
 		{"GET /assistants/{assistant_id}/subgraphs/{namespace}", h.getAssistantSubgraphs},
 
-		// §2.3 Threads
+		// Threads
 		{"POST /threads", h.createThread},
 		{"POST /threads/search", h.searchThreads},
 		{"POST /threads/count", h.countThreads},
@@ -42,7 +42,7 @@ func (h *handler) routes() []route {
 		{"DELETE /threads/{thread_id}", h.deleteThread},
 		{"POST /threads/{thread_id}/copy", h.copyThread},
 
-		// §2.4 Thread state and history
+		// Thread state and history
 		{"GET /threads/{thread_id}/state", h.getThreadState},
 		{"GET /threads/{thread_id}/state/{checkpoint_id}", h.getThreadState},
 		{"POST /threads/{thread_id}/state/checkpoint", h.getThreadStateAtCheckpoint},
@@ -51,7 +51,7 @@ func (h *handler) routes() []route {
 		{"GET /threads/{thread_id}/history", h.getThreadHistory},
 		{"POST /threads/{thread_id}/history", h.postThreadHistory},
 
-		// §2.5 Runs on a thread
+		// Runs on a thread
 		{"POST /threads/{thread_id}/runs", h.createRun},
 		{"POST /threads/{thread_id}/runs/stream", h.streamRun},
 		{"POST /threads/{thread_id}/runs/wait", h.waitRun},
@@ -62,7 +62,7 @@ func (h *handler) routes() []route {
 		{"GET /threads/{thread_id}/runs/{run_id}/join", h.joinRun},
 		{"GET /threads/{thread_id}/runs/{run_id}/stream", h.joinRunStream},
 
-		// §2.6 Stateless runs, batch, bulk cancel
+		// Stateless runs, batch, bulk cancel
 		{"POST /runs", h.createStatelessRun},
 		{"POST /runs/stream", h.streamStatelessRun},
 		{"POST /runs/wait", h.waitStatelessRun},
@@ -70,7 +70,7 @@ func (h *handler) routes() []route {
 		{"POST /runs/cancel", h.cancelRuns},
 		{"GET /runs/{run_id}/stream", h.joinRunStream},
 
-		// §2.9 Crons
+		// Crons
 		{"POST /threads/{thread_id}/runs/crons", h.createThreadCron},
 		{"POST /runs/crons", h.createCron},
 		{"POST /runs/crons/search", h.searchCrons},
@@ -78,14 +78,14 @@ func (h *handler) routes() []route {
 		{"PATCH /runs/crons/{cron_id}", h.updateCron},
 		{"DELETE /runs/crons/{cron_id}", h.deleteCron},
 
-		// §2.10 Store
+		// Store
 		{"PUT /store/items", h.putItem},
 		{"GET /store/items", h.getItem},
 		{"DELETE /store/items", h.deleteItem},
 		{"POST /store/items/search", h.searchItems},
 		{"POST /store/namespaces", h.listNamespaces},
 
-		// §2.11 Thread stream
+		// Thread stream
 		{"GET /threads/{thread_id}/stream", h.joinThreadStream},
 	}
 	rts = append(rts,
@@ -96,7 +96,7 @@ func (h *handler) routes() []route {
 		rts = append(rts, route{"GET /metrics", h.serveMetrics}) // Options.Metrics
 	}
 	if h.opts.Truncate != nil {
-		rts = append(rts, route{"POST /internal/truncate", h.truncate}) // test helper (§2.1)
+		rts = append(rts, route{"POST /internal/truncate", h.truncate}) // test helper
 	}
 	return rts
 }

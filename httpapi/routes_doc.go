@@ -10,7 +10,7 @@ import "github.com/graphserver/graphserver"
 // parameters come from the pattern. TestOpenAPIDescribesEveryRoute fails
 // until every served route has an entry and every entry a route.
 var routeDocs = map[string]opDoc{
-	// §2.1 System
+	// System
 	"GET /{$}": {summary: "Landing: the server's name, version, documentation links and graphs (an HTML page when the client prefers text/html)", resp: landingResponse{},
 		description: "Answers a small HTML page instead of JSON when the Accept header ranks text/html above application/json, as a browser's does."},
 	"GET /ok": {summary: "Health check", resp: okResponse{},
@@ -21,7 +21,7 @@ var routeDocs = map[string]opDoc{
 	"GET /docs":               {summary: "API reference page rendering /openapi.json", kind: respHTML},
 	"POST /internal/truncate": {summary: "Empty the storage (test helper, httpapi.Options.Truncate)", body: truncateRequest{}, resp: okResponse{}},
 
-	// §2.2 Assistants
+	// Assistants
 	"POST /assistants":                 {summary: "Create an assistant", body: graphserver.AssistantCreate{}, resp: graphserver.Assistant{}},
 	"POST /assistants/search":          {summary: "Search assistants", body: graphserver.AssistantSearch{}, resp: []graphserver.Assistant{}, paged: true},
 	"POST /assistants/count":           {summary: "Count assistants", body: graphserver.AssistantSearch{}, resp: 0},
@@ -40,7 +40,7 @@ var routeDocs = map[string]opDoc{
 	"GET /assistants/{assistant_id}/subgraphs/{namespace}": {summary: "The schemas of the subgraphs under a namespace", resp: map[string]graphserver.GraphSchemas{},
 		query: []paramDoc{q("recurse", "boolean", "Include nested subgraphs.")}},
 
-	// §2.3 Threads
+	// Threads
 	"POST /threads":        {summary: "Create a thread", body: graphserver.ThreadCreate{}, resp: graphserver.Thread{}},
 	"POST /threads/search": {summary: "Search threads", body: graphserver.ThreadSearch{}, resp: []graphserver.Thread{}, paged: true},
 	"POST /threads/count":  {summary: "Count threads", body: graphserver.ThreadSearch{}, resp: 0},
@@ -57,7 +57,7 @@ var routeDocs = map[string]opDoc{
 		},
 		headers: []paramDoc{q("Last-Event-ID", "string", "Resume after this event id (\"-\" replays what is kept).")}},
 
-	// §2.4 Thread state and history
+	// Thread state and history
 	"GET /threads/{thread_id}/state": {summary: "Get a thread's current state", resp: graphserver.ThreadState{},
 		query: []paramDoc{q("subgraphs", "boolean", "Include the state of subgraphs in tasks.")}},
 	"GET /threads/{thread_id}/state/{checkpoint_id}": {summary: "Get a thread's state at a checkpoint", resp: graphserver.ThreadState{},
@@ -69,7 +69,7 @@ var routeDocs = map[string]opDoc{
 		query: []paramDoc{q("limit", "integer", "At most this many states (default 10)."), q("before", "string", "Only states before this checkpoint id.")}},
 	"POST /threads/{thread_id}/history": {summary: "List a thread's past states, filtered", body: historyBody{}, resp: []graphserver.ThreadState{}},
 
-	// §2.5 Runs on a thread
+	// Runs on a thread
 	"POST /threads/{thread_id}/runs":        {summary: "Create a background run", body: graphserver.RunCreate{}, resp: graphserver.Run{}},
 	"POST /threads/{thread_id}/runs/stream": {summary: "Create a run and stream its output (Server-Sent Events)", body: graphserver.RunCreate{}, kind: respSSE},
 	"POST /threads/{thread_id}/runs/wait": {summary: "Create a run and wait for its final output", body: graphserver.RunCreate{},
@@ -96,7 +96,7 @@ var routeDocs = map[string]opDoc{
 		},
 		headers: []paramDoc{q("Last-Event-ID", "string", "Resume after this event id.")}},
 
-	// §2.6 Stateless runs, batch, bulk cancel
+	// Stateless runs, batch, bulk cancel
 	"POST /runs":        {summary: "Create a stateless background run (on a temporary thread)", body: graphserver.RunCreate{}, resp: graphserver.Run{}},
 	"POST /runs/stream": {summary: "Create a stateless run and stream its output (Server-Sent Events)", body: graphserver.RunCreate{}, kind: respSSE},
 	"POST /runs/wait":   {summary: "Create a stateless run and wait for its final output", body: graphserver.RunCreate{}},
@@ -110,7 +110,7 @@ var routeDocs = map[string]opDoc{
 		},
 		headers: []paramDoc{q("Last-Event-ID", "string", "Resume after this event id.")}},
 
-	// §2.9 Crons
+	// Crons
 	"POST /threads/{thread_id}/runs/crons": {summary: "Schedule runs on a thread (a cron)", body: graphserver.CronCreate{}, resp: graphserver.Cron{},
 		description: "schedule is a 5-field cron expression or a descriptor (@hourly, @daily, @every 1h30m, ...), read in timezone (IANA, default UTC). Each firing creates a run on the thread with the cron's multitask_strategy."},
 	"POST /runs/crons": {summary: "Schedule stateless runs (a cron)", body: graphserver.CronCreate{}, resp: graphserver.Cron{},
@@ -121,7 +121,7 @@ var routeDocs = map[string]opDoc{
 		description: "Omitted fields are unchanged; an explicit \"end_time\": null clears the end time; metadata is merged. Changing the schedule or time zone, or re-enabling, schedules the next firing from now."},
 	"DELETE /runs/crons/{cron_id}": {summary: "Delete a cron (the runs it created stay)", kind: respNoContent},
 
-	// §2.10 Store
+	// Store
 	"PUT /store/items": {summary: "Put an item", body: graphserver.ItemPut{}, kind: respNoContent},
 	"GET /store/items": {summary: "Get an item (null when missing)", resp: graphserver.Item{},
 		query: []paramDoc{

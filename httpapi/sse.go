@@ -85,8 +85,8 @@ func cutLine(b []byte) (line, rest []byte, found bool) {
 	return b[:i], b[i+1:], true
 }
 
-// writeSSE streams events as Server-Sent Events (§4.1): headers first
-// (with Content-Location, when not empty, and Location, §1.5), then one
+// writeSSE streams events as Server-Sent Events: headers first
+// (with Content-Location, when not empty, and Location), then one
 // frame per event with its id, a ": heartbeat" comment every heartbeat
 // interval, and an error frame if following the stream fails. It returns
 // when the events end, the client goes away or the server closes.
@@ -195,7 +195,7 @@ func errorJSON(err error) json.RawMessage {
 
 // writeWait answers a /wait, /join or cancel?wait=1 request: 200 JSON
 // headers at once, a "\n" keep-alive every heartbeat interval while wait
-// blocks, then the final output (§2.8, §4.8).
+// blocks, then the final output.
 func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(context.Context) (json.RawMessage, error), contentLocation, location string) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")
