@@ -528,8 +528,12 @@ type RunFailedError struct {
 	Message  string `json:"message"`
 }
 
-// Error returns "run <id> failed: <Name>: <Message>".
+// Error returns "run <id> failed: <Name>: <Message>", or "<Name>:
+// <Message>" when RunID is empty (client.RunError, read from a response).
 func (e *RunFailedError) Error() string {
+	if e.RunID == "" {
+		return e.Name + ": " + e.Message
+	}
 	return "run " + e.RunID + " failed: " + e.Name + ": " + e.Message
 }
 

@@ -119,18 +119,12 @@ func errorDetail(body []byte) string {
 
 // RunError is the failure of a run: the {"error", "message"} of a stream's
 // error event, or the "__error__" of a wait or join output. Name is the
-// remote exception's class; graphserver.ErrorName reports it.
-type RunError struct {
-	Name    string `json:"error"`
-	Message string `json:"message"`
-}
-
-// Error returns "<Name>: <Message>", as the SDKs word it.
-func (e *RunError) Error() string { return e.Name + ": " + e.Message }
-
-// ErrorName returns Name, so that graphserver.ErrorName(err) names the
-// remote exception.
-func (e *RunError) ErrorName() string { return e.Name }
+// remote exception's class; graphserver.ErrorName reports it. It is
+// graphserver.RunFailedError, the error Server.WaitRun returns in-process,
+// so one errors.As target serves a program whether it embeds the server or
+// calls it; the client leaves RunID and ThreadID empty, and Error returns
+// "<Name>: <Message>", as the SDKs word it.
+type RunError = graphserver.RunFailedError
 
 // runError decodes the data of an error event: {"error", "message"}, that
 // object JSON-encoded in a string or in the message (the JS dev server's
