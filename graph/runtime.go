@@ -133,7 +133,7 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 	if t.hidden() {
 		return
 	}
-	var input any = state
+	var input any = r.g.nodeInput(t.name, state)
 	if t.push {
 		input = t.arg
 	}
