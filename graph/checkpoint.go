@@ -43,10 +43,10 @@ type ckpt struct {
 	// by the end of the run's work (LangGraph's LastValueAfterFinish and
 	// NamedBarrierValueAfterFinish after finish())
 	finished map[string]bool
-	start        any
-	hasStart     bool
-	pending      []graphserver.PendingWrite
-	runID        string // the run that wrote it (stored checkpoints)
+	start    any
+	hasStart bool
+	pending  []graphserver.PendingWrite
+	runID    string // the run that wrote it (stored checkpoints)
 }
 
 // body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body),

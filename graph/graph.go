@@ -450,19 +450,19 @@ type CompileOptions struct {
 // for concurrent use; add it to another graph with AddNode to use it as a
 // subgraph.
 type Compiled struct {
-	name       string
-	channels   Channels
-	managed    Channels
-	chanNames  []string
-	nodes      map[string]*node
-	order      []string // node names, sorted
-	edges      map[string][]string
-	joins      []join
-	joinsTo    map[string][]join // by target node
-	joinsFrom  map[string][]join // by waited-for node
+	name      string
+	channels  Channels
+	managed   Channels
+	chanNames []string
+	nodes     map[string]*node
+	order     []string // node names, sorted
+	edges     map[string][]string
+	joins     []join
+	joinsTo   map[string][]join // by target node
+	joinsFrom map[string][]join // by waited-for node
 	// deferred maps the trigger channels of deferred nodes to the join
 	// they are (nil for a node's own branch:to channel)
-	deferred map[string]*join
+	deferred   map[string]*join
 	branches   map[string][]branch
 	inputKeys  []string
 	outputKeys []string
