@@ -174,6 +174,7 @@ type node struct {
 	// inputChans their channels, added to the graph's when missing
 	input      []string
 	inputChans Channels
+	cache      *CachePolicy
 }
 
 // sub returns the subgraph of the node (declared or found), nil if none.

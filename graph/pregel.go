@@ -38,6 +38,7 @@ type task struct {
 	resume     []any
 	runErr     error
 	bubble     bool // it sent a Command on to a parent graph, or was stopped by the run's end: nothing is saved for it
+	cached     bool // its writes came from the cache (CachePolicy): it did not run
 }
 
 type write struct {
@@ -988,6 +989,9 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 			continue
 		}
 		t.interrupts, t.errRec = nil, nil
+		if r.fromCache(ctx, t, state) {
+			continue
+		}
 		r.rc.taskStart(r, t, step, state)
 	}
 	// A lone task's successful writes need no saving: the checkpoint that
@@ -998,7 +1002,10 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 			continue
 		}
 		wg.Go(func() {
-			r.execTask(ctx, cs, state, t, step)
+			if !t.cached {
+				r.execTask(ctx, cs, state, t, step)
+				r.toCache(ctx, t, state)
+			}
 			if t.bubble || (alone && t.errRec == nil && t.interrupts == nil) {
 				return
 			}
