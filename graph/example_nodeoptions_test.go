@@ -125,3 +125,30 @@ func ExampleCommand_list() {
 	// Output:
 	// map[log:[to a to b a b]]
 }
+
+// The messages stream carries the messages a node returns under any key,
+// here a draft kept in a plain channel.
+func ExampleCompiled_Run_messages() {
+	g := graph.New(graph.Channels{"draft": graph.LastValue()})
+	g.AddNode("writer", func(ctx context.Context, s graph.State) (any, error) {
+		m := graph.AI("Dear Ann, ...")
+		m.ID = "draft-1"
+		return graph.Update{"draft": m}, nil
+	})
+	g.AddEdge(graph.Start, "writer")
+	c, err := g.Compile(graph.CompileOptions{})
+	if err != nil {
+		panic(err)
+	}
+	err = c.Run(context.Background(), &graphserver.GraphRun{Input: json.RawMessage(`{}`), StreamModes: []string{"messages-tuple"}}, func(p graphserver.StreamPart) {
+		var pair [2]map[string]any
+		if err := json.Unmarshal(p.Data, &pair); err == nil {
+			fmt.Println(p.Event, pair[0]["id"], pair[0]["content"], pair[1]["langgraph_node"])
+		}
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Output:
+	// messages draft-1 Dear Ann, ... writer
+}
