@@ -256,7 +256,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			break
 		}
 		if r.shouldInterrupt(cs, r.rc.before(r), tasks) {
-			r.emitInterrupt(nil)
+			r.emitInterrupt(nil, true)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
 		if err := r.runTasks(ctx, cs, tasks, step); err != nil {
@@ -277,7 +277,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			}
 		}
 		if interrupted {
-			r.emitInterrupt(intr)
+			r.emitInterrupt(intr, false)
 			return nil, r.exit(ctx, cs, tasks, &interruptError{interrupts: intr})
 		}
 		next, updatedChans, err := r.g.apply(cs, tasks, step, r.track, true)
@@ -295,7 +295,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emit("values", r.g.output(r.g.view(cs)))
 		}
 		if r.shouldInterrupt(cs, r.rc.after(r), tasks) {
-			r.emitInterrupt(nil)
+			r.emitInterrupt(nil, true)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
 	}
@@ -349,11 +349,19 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 	return err
 }
 
-func (r *runner) emitInterrupt(intr []graphserver.Interrupt) {
+// emitInterrupt emits what ends a paused step: a values part with the
+// interrupts of the step's tasks (the server's run output and the SDKs'
+// values streams read it), and for a breakpoint (no task raised anything,
+// withUpdates) the updates part {"__interrupt__": []} LangGraph's
+// _suppress_interrupt emits; each interrupted task emitted its own updates
+// part when it stopped.
+func (r *runner) emitInterrupt(intr []graphserver.Interrupt, withUpdates bool) {
 	if intr == nil {
 		intr = []graphserver.Interrupt{}
 	}
-	r.emit("updates", map[string]any{chInterrupt: intr})
+	if withUpdates {
+		r.emit("updates", map[string]any{chInterrupt: intr})
+	}
 	r.emit("values", map[string]any{chInterrupt: intr})
 }
 

@@ -180,7 +180,12 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 	if t.hidden() {
 		return
 	}
-	if t.interrupts == nil && t.errRec == nil {
+	switch {
+	case t.interrupts != nil:
+		// one chunk per interrupted task, when it stops (LangGraph's
+		// output_writes of the task's INTERRUPT write)
+		r.emit("updates", map[string]any{chInterrupt: t.interrupts})
+	case t.errRec == nil:
 		r.emit("updates", map[string]any{t.name: r.g.outputUpdates(t.writes)})
 		rc.outputMessages(r, t, step)
 	}
