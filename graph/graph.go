@@ -445,6 +445,16 @@ type CompileOptions struct {
 	// pauses before/after these nodes run ("*" = every node).
 	InterruptBefore []string
 	InterruptAfter  []string
+	// Persistent gives the graph, run as a subgraph, its own memory on the
+	// thread (LangGraph's compile(checkpointer=True)): its checkpoints live
+	// in a namespace named after the nodes that run it, without task ids
+	// ("<node>", "<parent node>|<node>"), so each call on the same thread
+	// continues from the state the last call left, its input applied on
+	// top, where a subgraph otherwise starts afresh in each task's
+	// namespace. Its stream parts carry that namespace. A call made while
+	// the run resumes continues the subgraph where it paused. It has no
+	// effect on a root graph.
+	Persistent bool
 }
 
 // Compiled is a compiled graph. It implements graphserver.Graph and is safe
@@ -472,6 +482,7 @@ type Compiled struct {
 	root       bool
 	before     []string
 	after      []string
+	persistent bool
 }
 
 var _ graphserver.Graph = (*Compiled)(nil)
@@ -526,7 +537,7 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 	c := &Compiled{
 		name: opts.Name, channels: g.channels, managed: g.managed, nodes: g.nodes, edges: g.edges, branches: g.branches,
 		inputKeys: g.inputKeys, outputKeys: g.outputKeys, schemas: g.schemas, root: g.root,
-		before: opts.InterruptBefore, after: opts.InterruptAfter,
+		before: opts.InterruptBefore, after: opts.InterruptAfter, persistent: opts.Persistent,
 	}
 	if c.name == "" {
 		c.name = "LangGraph"

@@ -81,6 +81,11 @@ type runner struct {
 	nullValue  any
 	hasNull    bool
 
+	// resumingStep is set while the first step of a resumed run executes
+	// (LangGraph's CONFIG_KEY_RESUMING): a persistent subgraph invoked
+	// then continues where it paused
+	resumingStep bool
+
 	// the Command's update/goto writes not yet saved (durability exit) and
 	// the checkpoint they are pending on
 	nullWrites []graphserver.PendingWrite
@@ -259,7 +264,10 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emitInterrupt(nil, true)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
-		if err := r.runTasks(ctx, cs, tasks, step); err != nil {
+		r.resumingStep = resuming && !advanced
+		err := r.runTasks(ctx, cs, tasks, step)
+		r.resumingStep = false
+		if err != nil {
 			return nil, r.exit(ctx, cs, tasks, err)
 		}
 		if err := context.Cause(ctx); err != nil {
