@@ -241,3 +241,31 @@ func TestNodeInputSchema(t *testing.T) {
 	tasks := rec.of("tasks")
 	require.Equal(t, map[string]any{"question": "life"}, tasks[0].(map[string]any)["input"], "the tasks stream shows the node's input")
 }
+
+// A breakpoint before a deferred node pauses once it is finished (made
+// available): the checkpoint keeps that, the state's next names it, and
+// resuming runs it.
+func TestDeferredNodeBreakpoint(t *testing.T) {
+	t.Parallel()
+	o := &order{}
+	g := graph.New(graph.Channels{"log": graph.Append()})
+	for _, n := range []string{"a", "b", "b2", "c"} {
+		g.AddNode(n, o.node(n))
+	}
+	g.AddNode("d", o.node("d"), graph.WithDefer())
+	g.AddEdge(graph.Start, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("a", "c")
+	g.AddEdge("b", "b2")
+	g.AddEdge("b2", "d")
+	g.AddEdge("c", "d")
+	h := newHarness(t, compile(t, g, graph.CompileOptions{InterruptBefore: []string{"d"}}))
+	h.input(`{"log": []}`)
+	st := h.state()
+	require.Equal(t, []string{"d"}, st.Next)
+	require.Equal(t, []any{"a", "b", "c", "b2"}, values(st)["log"])
+	_, err := h.run(graphserver.GraphRun{})
+	require.NoError(t, err)
+	require.Equal(t, []any{"a", "b", "c", "b2", "d"}, values(h.state())["log"])
+	require.Empty(t, h.state().Next)
+}
