@@ -483,6 +483,10 @@ type Compiled struct {
 	before     []string
 	after      []string
 	persistent bool
+	// entry is the node of an Entrypoint graph: triggered by the input
+	// itself, which it receives as its task argument (LangGraph's
+	// entrypoint node subscribes to START)
+	entry string
 }
 
 var _ graphserver.Graph = (*Compiled)(nil)

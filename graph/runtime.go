@@ -134,7 +134,7 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 		return
 	}
 	var input any = r.g.nodeInput(t.name, state)
-	if t.push {
+	if t.push || t.name == r.g.entry {
 		input = t.arg
 	}
 	payload := map[string]any{"id": t.id, "name": t.name, "input": input, "triggers": t.triggers}
@@ -182,9 +182,7 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 	}
 	switch {
 	case t.interrupts != nil:
-		// one chunk per interrupted task, when it stops (LangGraph's
-		// output_writes of the task's INTERRUPT write)
-		r.emit("updates", map[string]any{chInterrupt: t.interrupts})
+		// emitted with the step's end (see run)
 	case t.errRec == nil:
 		r.emit("updates", map[string]any{t.name: r.g.outputUpdates(t.writes)})
 		rc.outputMessages(r, t, step)
@@ -410,6 +408,10 @@ type taskRuntime struct {
 	usedMap bool
 	// subgraphs counts the graphs invoked by this execution of the task
 	subgraphs int
+	// callIdx counts the task calls made by this execution of the task;
+	// calls are the step's
+	callIdx int
+	calls   *stepCalls
 }
 
 func taskFrom(ctx context.Context) *taskRuntime {
