@@ -928,8 +928,6 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 	}
 	if clear {
 		g.finish(next, written, nv)
-	}
-	if clear {
 		// a step notifies the channels it did not write: an EphemeralValue,
 		// an AnyValue and a Topic without accumulate empty (apply_writes
 		// calls update with no values on them)
