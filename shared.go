@@ -107,10 +107,33 @@ func (q *runQueue) notified(n Notification) {
 		q.logs.watches.wake(n.RunID)
 	case NotifyReset:
 		q.signal()
+		q.recheckRuns() // a cancellation may have been missed
 		for _, id := range q.logs.watches.ids() {
 			q.logs.watches.wake(id)
 		}
 	}
+}
+
+// recheckWait returns a channel closed at the next recheckRuns.
+func (q *runQueue) recheckWait() <-chan struct{} {
+	q.recheckMu.Lock()
+	defer q.recheckMu.Unlock()
+	if q.recheck == nil {
+		q.recheck = make(chan struct{})
+	}
+	return q.recheck
+}
+
+// recheckRuns makes the runs executing here renew their leases at once,
+// reading the cancellations recorded for them: after notifications may
+// have been missed (the listener was connecting or reconnecting).
+func (q *runQueue) recheckRuns() {
+	q.recheckMu.Lock()
+	defer q.recheckMu.Unlock()
+	if q.recheck != nil {
+		close(q.recheck)
+	}
+	q.recheck = make(chan struct{})
 }
 
 // eventWriter stores the events of the runs executing here in an
