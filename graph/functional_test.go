@@ -520,3 +520,49 @@ func TestEntrypointUpdateStateAsNode(t *testing.T) {
 	h.input(`5`)
 	require.Equal(t, 15.0, h.state().Values, "previous is the value written as the entrypoint")
 }
+
+// A task called from a node of a subgraph is a task of the subgraph's step:
+// its result is saved in the subgraph's namespace and reused when the
+// subgraph, paused by an interrupt, is resumed with the parent run.
+func TestTaskInSubgraphReusedOnResume(t *testing.T) {
+	t.Parallel()
+	var lookups atomic.Int32
+	lookup := graph.NewTask("lookup", func(ctx context.Context, city string) (string, error) {
+		lookups.Add(1)
+		return "sunny in " + city, nil
+	})
+	sub := graph.New(graph.Channels{"city": graph.LastValue(), "report": graph.LastValue()})
+	sub.AddNode("report", func(ctx context.Context, s graph.State) (any, error) {
+		w, err := lookup.Call(ctx, s.String("city")).Result()
+		if err != nil {
+			return nil, err
+		}
+		ok, err := graph.Interrupt(ctx, "publish "+w+"?")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Update{"report": fmt.Sprintf("%s (published: %v)", w, ok)}, nil
+	})
+	sub.AddEdge(graph.Start, "report")
+	parent := graph.New(graph.Channels{"city": graph.LastValue(), "report": graph.LastValue()})
+	parent.AddNode("weather", compile(t, sub, graph.CompileOptions{Name: "weather"}))
+	parent.AddEdge(graph.Start, "weather")
+	h := newHarness(t, compile(t, parent, graph.CompileOptions{}))
+	rec, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`{"city": "Oslo"}`), StreamModes: []string{"updates"}, Subgraphs: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"weather"}, h.state().Next)
+	var subUpdates []any
+	for _, p := range rec.parts {
+		if p.Event == "updates" && len(p.Namespace) == 1 && strings.HasPrefix(p.Namespace[0], "weather:") {
+			var v any
+			require.NoError(t, json.Unmarshal(p.Data, &v))
+			subUpdates = append(subUpdates, v)
+		}
+	}
+	require.Equal(t, map[string]any{"lookup": "sunny in Oslo"}, subUpdates[0], "the call streams in the subgraph's namespace")
+
+	_, err = h.run(graphserver.GraphRun{Command: resume(`true`)})
+	require.NoError(t, err)
+	require.Equal(t, "sunny in Oslo (published: true)", h.state().Values.(map[string]any)["report"])
+	require.Equal(t, int32(1), lookups.Load())
+}
