@@ -566,3 +566,34 @@ func TestTaskInSubgraphReusedOnResume(t *testing.T) {
 	require.Equal(t, "sunny in Oslo (published: true)", h.state().Values.(map[string]any)["report"])
 	require.Equal(t, int32(1), lookups.Load())
 }
+
+// A chat model streamed inside a task streams in messages-tuple mode under
+// the task's name (LangGraph's StreamMessagesHandler tags a call's tokens
+// with its langgraph_node).
+func TestTaskStreamsMessages(t *testing.T) {
+	t.Parallel()
+	callModel := graph.NewTask("call_model", func(ctx context.Context, prompt string) (graph.Message, error) {
+		s := graph.StreamMessage(ctx, "")
+		for _, w := range strings.SplitAfter("hello there", " ") {
+			s.Chunk(w)
+		}
+		return s.End(), nil
+	})
+	g := graph.Entrypoint("agent", func(ctx context.Context, input any) (any, error) {
+		m, err := callModel.Call(ctx, input.(string)).Result()
+		if err != nil {
+			return nil, err
+		}
+		return m.Text(), nil
+	})
+	h := newHarness(t, g)
+	rec := h.input(`"hi"`, "messages-tuple")
+	var text string
+	for _, ev := range rec.of("messages") {
+		pair := ev.([]any)
+		require.Equal(t, "call_model", pair[1].(map[string]any)["langgraph_node"])
+		text += pair[0].(map[string]any)["content"].(string)
+	}
+	require.Equal(t, "hello there", text)
+	require.Equal(t, "hello there", h.state().Values)
+}
