@@ -182,7 +182,8 @@ type Future[T any] struct{ f *callFuture }
 // Done returns a channel closed when the result is ready.
 func (f *Future[T]) Done() <-chan struct{} { return f.f.done }
 
-// Result waits for the task and returns its result. When the task paused at
+// Result waits for the task and returns its result, decoded from its JSON
+// form (a fresh value for each call of Result). When the task paused at
 // an Interrupt, the error matches ErrInterrupt: the caller must return it,
 // which pauses the run (resumed, the caller runs again and the call, made
 // again, continues the task). A failed task returns its error.
@@ -192,12 +193,12 @@ func (f *Future[T]) Result() (T, error) {
 	if f.f.err != nil {
 		return out, f.f.err
 	}
-	if v, ok := f.f.v.(T); ok {
-		return v, nil
-	}
 	if f.f.v == nil {
 		return out, nil
 	}
+	// decoded anew for each caller: the saved value stays as saved (with
+	// durability exit it is written when the run ends), and a result reads
+	// the same on the first run and on a resume
 	b, err := json.Marshal(f.f.v)
 	if err == nil {
 		err = json.Unmarshal(b, &out)

@@ -597,3 +597,31 @@ func TestTaskStreamsMessages(t *testing.T) {
 	require.Equal(t, "hello there", text)
 	require.Equal(t, "hello there", h.state().Values)
 }
+
+// A caller changing a result it got does not change the result saved for
+// the call (with durability exit, saved when the run pauses): resumed, it
+// reads the task's result as the task returned it.
+func TestTaskResultIsACopy(t *testing.T) {
+	t.Parallel()
+	make3 := graph.NewTask("make", func(ctx context.Context, _ int) (map[string]any, error) {
+		return map[string]any{"n": 3}, nil
+	})
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		m, err := make3.Call(ctx, 0).Result()
+		if err != nil {
+			return nil, err
+		}
+		seen := m["n"]
+		m["n"] = "changed by the caller"
+		if _, err := graph.Interrupt(ctx, "go on?"); err != nil {
+			return nil, err
+		}
+		return seen, nil
+	})
+	h := newHarness(t, g)
+	_, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`"x"`), Durability: "exit"})
+	require.NoError(t, err)
+	_, err = h.run(graphserver.GraphRun{Command: resume(`"yes"`), Durability: "exit"})
+	require.NoError(t, err)
+	require.Equal(t, 3.0, h.state().Values)
+}
