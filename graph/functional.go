@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -228,6 +229,9 @@ type callSpec struct {
 	run  func(context.Context) (any, error)
 	opts *node
 	fut  *callFuture
+	// root is the node task whose execution made the call (directly or
+	// through other calls)
+	root *task
 }
 
 // stepCalls are the task calls of one superstep of a runner: the step waits
@@ -312,7 +316,10 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		id: id, name: name, path: []any{"__pregel_push", parent.path, idx, true}, pathKey: pathKey,
 		triggers: []string{"__pregel_push"}, push: true, arg: []any{[]any{arg}, map[string]any{}},
 		ns:   parent.ns + "|" + name + ":" + id,
-		call: &callSpec{run: run, opts: opts, fut: fut},
+		call: &callSpec{run: run, opts: opts, fut: fut, root: parent},
+	}
+	if parent.call != nil {
+		t.call.root = parent.call.root
 	}
 	sc.mu.Lock()
 	if sc.closed {
@@ -340,6 +347,9 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		fut.resolve(v, nil)
 		return fut
 	}
+	// it runs again: what an earlier execution saved for it (an error, an
+	// interrupt) is not its outcome, only its resume values are kept
+	t.interrupts, t.errRec = nil, nil
 	sc.running++
 	sc.ran = append(sc.ran, t)
 	sc.mu.Unlock()
@@ -401,6 +411,38 @@ func (r *runner) execCall(ctx context.Context, sc *stepCalls, cs *ckpt, t *task,
 	perr := r.putWrites(ctx, cs, t)
 	c.fut.resolve(out, err)
 	return perr
+}
+
+// liftCallInterrupts adds the interrupts of the step's calls to the node
+// task that made them, when it paused too: it paused at the first one it
+// waited for, but the calls running beside it may have paused at their own,
+// and all must be shown (in the __interrupt__ update and the thread's
+// state) to be answered, by id, when the run resumes (LangGraph's runner
+// raises the interrupts of every call of the step with its caller's).
+func (r *runner) liftCallInterrupts(ctx context.Context, cs *ckpt, calls []*task) error {
+	var changed []*task
+	for _, c := range calls {
+		root := c.call.root
+		if len(c.interrupts) == 0 || root.interrupts == nil {
+			continue
+		}
+		lifted := false
+		for _, in := range c.interrupts {
+			if !slices.ContainsFunc(root.interrupts, func(x graphserver.Interrupt) bool { return x.ID == in.ID }) {
+				root.interrupts = append(root.interrupts, in)
+				lifted = true
+			}
+		}
+		if lifted && !slices.Contains(changed, root) {
+			changed = append(changed, root)
+		}
+	}
+	for _, t := range changed {
+		if err := r.putWrites(ctx, cs, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runCallFn runs a task's function, a panic becoming a PanicError.

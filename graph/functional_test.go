@@ -353,8 +353,10 @@ func TestEntrypointFailedTaskRerunsAlone(t *testing.T) {
 	require.Equal(t, "CustomError('Boo!')", *st.Tasks[0].Error)
 
 	fail.Store(false)
-	_, err = h.run(graphserver.GraphRun{})
+	rec, err := h.run(graphserver.GraphRun{StreamModes: []string{"updates"}})
 	require.NoError(t, err)
+	require.Equal(t, []any{map[string]any{"bad": "x?"}, map[string]any{"graph": "x!x?"}}, updatesOf(rec),
+		"the task run again streams its result (its earlier error is not its outcome)")
 	require.Equal(t, "x!x?", h.state().Values)
 	require.Equal(t, int32(1), okCalls.Load(), "the finished task is not run again")
 	require.Equal(t, int32(2), badCalls.Load())
@@ -624,4 +626,53 @@ func TestTaskResultIsACopy(t *testing.T) {
 	_, err = h.run(graphserver.GraphRun{Command: resume(`"yes"`), Durability: "exit"})
 	require.NoError(t, err)
 	require.Equal(t, 3.0, h.state().Values)
+}
+
+// Tasks paused in parallel: the entrypoint pauses at the first interrupt it
+// waits for, and the run shows every call's interrupt, so that a resume
+// answers each by id (a plain value cannot choose, as LangGraph's _first
+// refuses it), each task getting its own answer.
+func TestParallelTaskInterruptsResumedById(t *testing.T) {
+	t.Parallel()
+	approve := graph.NewTask("approve", func(ctx context.Context, tool string) (string, error) {
+		ok, err := graph.Interrupt(ctx, "run "+tool+"?")
+		if err != nil {
+			return "", err
+		}
+		return tool + ": " + ok.(string), nil
+	})
+	g := graph.Entrypoint("agent", func(ctx context.Context, input any) (any, error) {
+		var futures []*graph.Future[string]
+		for _, tool := range []string{"search", "email"} {
+			futures = append(futures, approve.Call(ctx, tool))
+		}
+		var out []string
+		for _, f := range futures {
+			s, err := f.Result()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	})
+	h := newHarness(t, g)
+	rec := h.input(`"go"`, "updates")
+	ups := updatesOf(rec)
+	require.Len(t, ups, 1)
+	intr := ups[0].(map[string]any)["__interrupt__"].([]any)
+	require.Len(t, intr, 2)
+	st := h.state()
+	require.Len(t, st.Interrupts, 2)
+	byValue := map[string]string{}
+	for _, in := range st.Interrupts {
+		byValue[in.Value.(string)] = in.ID
+	}
+	require.Len(t, byValue, 2)
+
+	_, err := h.run(graphserver.GraphRun{Command: resume(`"yes"`)})
+	require.ErrorContains(t, err, "When there are multiple pending interrupts, you must specify the interrupt id")
+	_, err = h.run(graphserver.GraphRun{Command: resume(jsonOf(t, map[string]any{byValue["run search?"]: "yes", byValue["run email?"]: "no"}))})
+	require.NoError(t, err)
+	require.Equal(t, []any{"search: yes", "email: no"}, h.state().Values)
 }
