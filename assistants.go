@@ -174,7 +174,7 @@ func (s *Server) GetAssistant(ctx context.Context, id string) (*Assistant, error
 	if err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "assistants", "read", map[string]any{"assistant_id": id})
+	filter, err := s.authFilter(ctx, "assistants", "read", &AssistantRef{AssistantID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -201,10 +201,12 @@ func (s *Server) UpdateAssistant(ctx context.Context, id string, p AssistantPatc
 			return nil, err
 		}
 	}
-	filter, err := s.authFilter(ctx, "assistants", "update", &p)
+	u := &AssistantUpdate{AssistantID: id, AssistantPatch: p}
+	filter, err := s.authFilter(ctx, "assistants", "update", u)
 	if err != nil {
 		return nil, err
 	}
+	p = u.AssistantPatch
 	return s.storage.UpdateAssistant(ctx, id, &p, s.clock(), filter)
 }
 
@@ -217,7 +219,7 @@ func (s *Server) DeleteAssistant(ctx context.Context, id string, deleteThreads b
 	if err != nil {
 		return err
 	}
-	filter, err := s.authFilter(ctx, "assistants", "delete", map[string]any{"assistant_id": id})
+	filter, err := s.authFilter(ctx, "assistants", "delete", &AssistantRef{AssistantID: id})
 	if err != nil {
 		return err
 	}
@@ -293,7 +295,7 @@ func (s *Server) ListAssistantVersions(ctx context.Context, id string, q Assista
 	if err := checkFilter("metadata", q.Metadata); err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "assistants", "read", map[string]any{"assistant_id": id})
+	filter, err := s.authFilter(ctx, "assistants", "read", &AssistantRef{AssistantID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +323,7 @@ func (s *Server) SetLatestAssistantVersion(ctx context.Context, id string, versi
 	if version < 1 {
 		return nil, Errorf(EINVALID, "Invalid version %d: must be a positive integer", version)
 	}
-	filter, err := s.authFilter(ctx, "assistants", "update", map[string]any{"assistant_id": id, "version": version})
+	filter, err := s.authFilter(ctx, "assistants", "update", &AssistantUpdate{AssistantID: id, Version: version})
 	if err != nil {
 		return nil, err
 	}
