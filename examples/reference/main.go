@@ -8,6 +8,7 @@
 //	go run ./examples/reference                       # http://127.0.0.1:8123, temp database
 //	go run ./examples/reference -addr 127.0.0.1:0     # any free port
 //	go run ./examples/reference -db ref.db -config '{"agent":{"configurable":{"model_name":"x"}}}'
+//	go run ./examples/reference -auth                 # JWT access control of reference-auth.md
 //
 // -config seeds the system assistants' config and context, in the shape of
 // LangGraph's LANGGRAPH_CONFIG (its default, also read from that variable,
@@ -57,6 +58,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	fs := flag.NewFlagSet("reference", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
 	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit)")
+	withAuth := fs.Bool("auth", false, "require the JWT bearer tokens and apply the handlers of the reference auth configuration (reference-auth.md)")
 	privateWebhooks := fs.Bool("allow-private-webhooks", false, "accept webhook URLs on private and loopback addresses (tests with a local receiver)")
 	configJSON := fs.String("config", cmp.Or(os.Getenv("LANGGRAPH_CONFIG"), defaultConfig),
 		`system assistants' config/context by graph id: {"<graph_id>": {"configurable": {...}} | {"context": {...}}}`)
@@ -86,11 +88,18 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	if err != nil {
 		return err
 	}
+	var auth *graphserver.Auth
+	if *withAuth {
+		if auth, err = referenceAuth(); err != nil {
+			return err
+		}
+	}
 	srv, err := graphserver.New(graphserver.Options{
 		Storage:      db,
 		Graphs:       graphs,
 		GraphConfigs: seeds,
 		Logger:       logger,
+		Auth:         auth,
 		Webhooks: graphserver.WebhookOptions{
 			Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{AllowPrivate: *privateWebhooks}),
 			Policy: graphserver.WebhookPolicy{AllowPrivate: *privateWebhooks},
