@@ -708,6 +708,10 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 	if err != nil {
 		return nil, err
 	}
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
 	filter, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: threadID, RunID: runID})
 	if err != nil {
 		return nil, err
@@ -720,7 +724,7 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 			return nil, err
 		}
 		run = &Run{RunID: runID, ThreadID: log.threadID}
-	} else if run, err = s.GetRun(ctx, threadID, runID); err != nil {
+	} else if run, err = rs.GetRun(ctx, threadID, runID, filter); err != nil {
 		return nil, err
 	} else {
 		// Only the executing process's log is live: without one here, the
@@ -1002,10 +1006,15 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	configurable["assistant_id"] = asst.AssistantID
 	if u := UserFromContext(ctx); u != nil && s.auth != nil {
 		// LangGraph's names: graphs read the caller from these.
-		obj := u.Object()
+		// In decoded-JSON form: the graph sees the same types whether its
+		// run was claimed at insertion or read back from storage.
+		obj, err := canonicalJSON(u.Object())
+		if err != nil {
+			return nil, nil, Errorf(EINVALID, "The user's extra fields cannot be encoded as JSON: %v", err)
+		}
 		configurable["langgraph_auth_user"] = obj
 		configurable["langgraph_auth_user_id"] = u.Identity
-		configurable["langgraph_auth_permissions"] = obj["permissions"]
+		configurable["langgraph_auth_permissions"] = obj.(map[string]any)["permissions"]
 		if v, ok := configurable["user_id"]; !ok || v == nil || v == "" {
 			configurable["user_id"] = u.Identity
 		}

@@ -169,9 +169,10 @@ func TestAuthMatrix(t *testing.T) {
 	waitStarted(t, e.block, stateless.RunID)
 	e.ok(ann, "PUT", "/store/items", `{"namespace": ["ann", "notes"], "key": "k", "value": {"secret": "ann-note"}}`, nil)
 	annCtx := graphserver.NewContextWithUser(t.Context(), authKeys[ann])
-	cron, err := e.srv.CreateCron(annCtx, th.ThreadID, graphserver.CronCreate{RunCreate: graphserver.RunCreate{AssistantID: "echo"}, Schedule: "0 0 1 1 *"})
-	require.NoError(t, err)
+	var cron graphserver.Cron
+	e.ok(ann, "POST", "/threads/"+th.ThreadID+"/runs/crons", `{"assistant_id": "echo", "schedule": "0 0 1 1 *", "metadata": {"team": "a"}}`, &cron)
 	require.Equal(t, "ann", cron.UserID, "the creator is the cron's user_id")
+	require.Equal(t, "ann", cron.Metadata["owner"])
 
 	T, R, A := "/threads/"+th.ThreadID, "/runs/"+run.RunID, "/assistants/"+asst.AssistantID
 	B, BR := "/threads/"+blocked.ThreadID, "/threads/"+blocked.ThreadID+"/runs/"+busy.RunID
@@ -211,6 +212,10 @@ func TestAuthMatrix(t *testing.T) {
 		{"POST", "/runs/cancel", `{"thread_id": "` + blocked.ThreadID + `", "run_ids": ["` + busy.RunID + `"]}`},
 		{"POST", "/runs/cancel", `{"status": "all"}`},
 		{"POST", B + "/runs", `{"assistant_id": "echo", "multitask_strategy": "interrupt"}`},
+		// crons
+		{"POST", T + "/runs/crons", `{"assistant_id": "echo", "schedule": "0 0 1 1 *"}`},
+		{"PATCH", "/runs/crons/" + cron.CronID, `{"schedule": "0 0 2 1 *"}`},
+		{"DELETE", "/runs/crons/" + cron.CronID, ""},
 	}
 	for _, h := range hidden {
 		status, body, _ := e.do(bob, h.method, h.path, h.body)
@@ -232,30 +237,25 @@ func TestAuthMatrix(t *testing.T) {
 	require.JSONEq(t, `{"detail": "Admins only"}`, body)
 
 	// searches and counts
-	for _, path := range []string{"/assistants/search", "/threads/search"} {
+	for _, path := range []string{"/assistants/search", "/threads/search", "/runs/crons/search"} {
 		status, body, _ := e.do(bob, "POST", path, `{}`)
 		require.Equal(t, http.StatusOK, status, body)
 		require.JSONEq(t, `[]`, body, "bob finds nothing of ann's at %s", path)
 	}
-	for _, path := range []string{"/assistants/count", "/threads/count"} {
+	for _, path := range []string{"/assistants/count", "/threads/count", "/runs/crons/count"} {
 		status, body, _ := e.do(bob, "POST", path, `{}`)
 		require.Equal(t, http.StatusOK, status, body)
 		require.Equal(t, "0", strings.TrimSpace(body), path)
 	}
 	status, body, _ = e.do(ann, "POST", "/threads/count", `{}`)
 	require.Equal(t, "3", strings.TrimSpace(body), "ann counts her threads, the stateless run's included: %d", status)
-	// crons, in-process
+	// crons: GET has no route; in-process, as for the other methods
 	bobCtx := graphserver.NewContextWithUser(t.Context(), authKeys[bob])
-	_, err = e.srv.GetCron(bobCtx, cron.CronID)
+	_, err := e.srv.GetCron(bobCtx, cron.CronID)
 	requireCode(t, err, graphserver.ENOTFOUND)
-	_, err = e.srv.UpdateCron(bobCtx, cron.CronID, graphserver.CronPatch{Metadata: graphserver.Metadata{"x": 1}})
-	requireCode(t, err, graphserver.ENOTFOUND)
-	requireCode(t, e.srv.DeleteCron(bobCtx, cron.CronID), graphserver.ENOTFOUND)
-	n, err := e.srv.CountCrons(bobCtx, graphserver.CronSearch{})
-	require.NoError(t, err)
-	require.Zero(t, n)
-	_, err = e.srv.CreateCron(bobCtx, th.ThreadID, graphserver.CronCreate{RunCreate: graphserver.RunCreate{AssistantID: "echo"}, Schedule: "0 0 1 1 *"})
-	requireCode(t, err, graphserver.ENOTFOUND)
+	status, body, _ = e.do(bob, "POST", "/runs/crons/search", `{"thread_id": "`+th.ThreadID+`"}`)
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `[]`, body)
 
 	// store
 	for _, h := range []struct{ method, path, body string }{
@@ -288,8 +288,9 @@ func TestAuthMatrix(t *testing.T) {
 	var a graphserver.Assistant
 	e.ok(ann, "GET", A, "", &a)
 	require.Equal(t, graphserver.Metadata{"owner": "ann", "team": "a"}, a.Metadata)
-	_, err = e.srv.GetCron(annCtx, cron.CronID)
+	c, err := e.srv.GetCron(annCtx, cron.CronID)
 	require.NoError(t, err)
+	require.Equal(t, cron.Schedule, c.Schedule)
 	status, body, _ = e.do(ann, "GET", "/store/items?namespace=ann.notes&key=k", "")
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, "ann-note")
@@ -347,6 +348,7 @@ func TestAuthAuthenticate(t *testing.T) {
 		{"POST", "/threads/" + missingID + "/runs/stream"}, {"GET", "/threads/" + missingID + "/stream"},
 		{"POST", "/runs/wait"}, {"POST", "/runs/cancel"}, {"GET", "/runs/" + missingID + "/stream"},
 		{"PUT", "/store/items"}, {"POST", "/store/items/search"}, {"POST", "/store/namespaces"},
+		{"POST", "/runs/crons"}, {"POST", "/runs/crons/search"}, {"DELETE", "/runs/crons/" + missingID},
 	} {
 		for _, key := range []string{"", "wrong"} {
 			status, body, hdr := e.do(key, h.method, h.path, `{}`)
