@@ -189,7 +189,7 @@ type AuthHandler func(ctx context.Context, ev *AuthEvent) (Filter, error)
 //	assistants:search           *AssistantSearch (search and count)
 //	threads:create              *ThreadCreate (create, and the new thread of a copy)
 //	threads:read                *ThreadRef (get, state, history, runs, joins, streams, copy source)
-//	threads:update              *ThreadUpdate (PATCH, state updates, run cancels)
+//	threads:update              *ThreadUpdate (PATCH, state updates, run cancels, supersteps)
 //	threads:delete              *ThreadRef (thread or run delete), *ThreadPrune (prune)
 //	threads:search              *ThreadSearch (search and count)
 //	threads:create_run          *RunRequest (every run creation, stateless ones included)
@@ -270,7 +270,8 @@ type ThreadRef struct {
 }
 
 // ThreadUpdate is the value of threads:update. Action is "" for a PATCH,
-// "update_state" for a state update, and "interrupt" or "rollback" for a
+// "update_state" for a state update, "supersteps" for a thread created with
+// supersteps (after its threads:create), and "interrupt" or "rollback" for a
 // run cancel (Metadata then holds run_ids and status, as in LangGraph).
 type ThreadUpdate struct {
 	ThreadID string `json:"thread_id"`

@@ -219,3 +219,26 @@ func TestAuthCronRunsAsOwner(t *testing.T) {
 	_, err = srv.ListRuns(asUser(t.Context(), "bob"), th.ThreadID, graphserver.RunSearch{})
 	requireCode(t, err, graphserver.ENOTFOUND)
 }
+
+// TestAuthSupersteps checks that creating a thread with supersteps is also
+// a threads:update (wire contract §7.6): refused there, nothing is created.
+func TestAuthSupersteps(t *testing.T) {
+	t.Parallel()
+	auth := graphserver.NewAuth(noAuthenticator).
+		On("threads", "update", func(ctx context.Context, ev *graphserver.AuthEvent) (graphserver.Filter, error) {
+			if ev.Value.(*graphserver.ThreadUpdate).Action == "supersteps" {
+				return nil, graphserver.Forbidden("No supersteps")
+			}
+			return nil, nil
+		})
+	srv := newAuthServer(t, auth)
+	ctx := asUser(t.Context(), "ann")
+	id := "70000000-0000-4000-8000-00000000aaaa"
+	_, err := srv.CreateThread(ctx, graphserver.ThreadCreate{ThreadID: id, GraphID: "agent",
+		Supersteps: []graphserver.Superstep{{Updates: []graphserver.StateUpdate{{Values: []byte(`{"a": 1}`), AsNode: "agent"}}}}})
+	requireCode(t, err, graphserver.EFORBIDDEN)
+	_, err = srv.GetThread(ctx, id)
+	requireCode(t, err, graphserver.ENOTFOUND)
+	_, err = srv.CreateThread(ctx, graphserver.ThreadCreate{ThreadID: id})
+	require.NoError(t, err, "without supersteps, no threads:update")
+}

@@ -306,6 +306,13 @@ func (s *Server) CreateThread(ctx context.Context, c ThreadCreate) (*Thread, err
 	if err != nil {
 		return nil, err
 	}
+	if len(c.Supersteps) > 0 {
+		// Applying supersteps updates the new thread's state: LangGraph asks
+		// threads:update too (its filter is moot on a thread being created).
+		if _, err := s.authFilter(ctx, "threads", "update", &ThreadUpdate{ThreadID: id, Action: "supersteps"}); err != nil {
+			return nil, err
+		}
+	}
 	now := s.clock()
 	t := &Thread{
 		ThreadID:       id,
