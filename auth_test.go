@@ -242,3 +242,41 @@ func TestAuthSupersteps(t *testing.T) {
 	_, err = srv.CreateThread(ctx, graphserver.ThreadCreate{ThreadID: id})
 	require.NoError(t, err, "without supersteps, no threads:update")
 }
+
+// TestAuthDeleteAssistantThreads checks that delete_threads deletes only
+// the threads the caller may delete (wire contract §2.2: auth filters
+// applied): another tenant's threads on the same assistant stay.
+func TestAuthDeleteAssistantThreads(t *testing.T) {
+	t.Parallel()
+	owner := func(ctx context.Context, ev *graphserver.AuthEvent) (graphserver.Filter, error) {
+		ev.SetMetadata("owner", ev.User.Identity)
+		return graphserver.Filter{"owner": ev.User.Identity}, nil
+	}
+	srv := newAuthServer(t, graphserver.NewAuth(noAuthenticator).On("threads", "*", owner))
+	ann, bob := asUser(t.Context(), "ann"), asUser(t.Context(), "bob")
+	a, err := srv.CreateAssistant(ann, graphserver.AssistantCreate{GraphID: "agent"})
+	require.NoError(t, err)
+	var annThreads []string
+	for range 3 {
+		_, err := srv.WaitRun(ann, "", graphserver.RunCreate{AssistantID: a.AssistantID, OnCompletion: graphserver.OnCompletionKeep})
+		require.NoError(t, err)
+	}
+	_, err = srv.WaitRun(bob, "", graphserver.RunCreate{AssistantID: a.AssistantID, OnCompletion: graphserver.OnCompletionKeep})
+	require.NoError(t, err)
+	page, err := srv.SearchThreads(ann, graphserver.ThreadSearch{})
+	require.NoError(t, err)
+	for _, th := range page.Items {
+		annThreads = append(annThreads, th.ThreadID)
+	}
+	require.Len(t, annThreads, 3)
+
+	require.NoError(t, srv.DeleteAssistant(ann, a.AssistantID, true))
+	n, err := srv.CountThreads(ann, graphserver.ThreadSearch{})
+	require.NoError(t, err)
+	require.Zero(t, n, "ann's threads went with the assistant")
+	n, err = srv.CountThreads(bob, graphserver.ThreadSearch{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "bob's thread stays")
+	_, err = srv.GetAssistant(ann, a.AssistantID)
+	requireCode(t, err, graphserver.ENOTFOUND)
+}
