@@ -68,6 +68,13 @@ type RunKwargs struct {
 	Durability      string          `json:"durability"`
 }
 
+// Command is the former name of RunCommand.
+//
+// Deprecated: use RunCommand; graph.Command is what a node returns. The
+// alias lets branches written before the rename compile; it goes once
+// they have moved.
+type Command = RunCommand
+
 // RunCommand resumes, updates or redirects a graph; it replaces a run's input.
 type RunCommand struct {
 	Update json.RawMessage `json:"update,omitempty"` // object or list of [key, value]
