@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -42,27 +43,32 @@ func newRun(o runOpts) *graphserver.Run {
 	return r
 }
 
-// insertRun creates a run on an existing thread.
-func insertRun(t *testing.T, st graphserver.RunStorage, o runOpts) *graphserver.Run {
+// insertRun creates a pending run on an existing thread and marks the
+// thread busy, through the driver's own transaction (no rules).
+func insertRun(t *testing.T, st graphserver.Storage, o runOpts) *graphserver.Run {
 	t.Helper()
 	r := newRun(o)
-	_, err := st.CreateRun(t.Context(), r, &graphserver.RunInsert{})
-	require.NoError(t, err)
+	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+		if err := tx.CheckThread(ctx, r.ThreadID, nil); err != nil {
+			return err
+		}
+		if err := tx.InsertRun(ctx, r, nil); err != nil {
+			return err
+		}
+		return tx.UpdateThread(ctx, r.ThreadID, &graphserver.ThreadWrite{Now: r.UpdatedAt, Status: graphserver.ThreadBusy})
+	}))
 	return r
 }
 
 func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	type bundle struct {
 		st graphserver.Storage
-		rs graphserver.RunStorage
+		rs *ruleStorage
 	}
 	setup := func(t *testing.T) *bundle {
 		t.Helper()
 		st := open(t)
-		rs, ok := st.(graphserver.RunStorage)
-		if !ok {
-			t.Skip("storage does not implement RunStorage")
-		}
+		rs := rulesOf(st)
 		createThread(t, st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{"owner": "ann"}})
 		return &bundle{st: st, rs: rs}
 	}
@@ -334,7 +340,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		b := setup(t)
 		// A state update computed its summary before a run was created.
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
-		require.NoError(t, b.st.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted,
+		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted,
 			Values: json.RawMessage(`{"v":1}`), Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}}, at(2)))
 		th, err := b.st.GetThread(t.Context(), "t1", nil)
 		require.NoError(t, err)
@@ -344,7 +350,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		_, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"r1"}}, graphserver.CancelInterrupt, at(3), nil)
 		require.NoError(t, err)
-		require.NoError(t, b.st.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
+		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
 		require.Equal(t, graphserver.ThreadInterrupted, threadStatus(t, b, "t1"))
 	})
 
@@ -405,10 +411,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("RunCheckpointerRollback", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		rc, ok := b.st.(graphserver.RunCheckpointer)
-		if !ok {
-			t.Skip("storage does not implement RunCheckpointer")
-		}
+		rc := b.st
 		ctx := t.Context()
 		pw := func(task, ch, v string) []graphserver.PendingWrite {
 			return []graphserver.PendingWrite{{TaskID: task, Channel: ch, Value: json.RawMessage(v)}}
@@ -454,10 +457,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("RunCheckpointerNeedsLease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		rc, ok := b.st.(graphserver.RunCheckpointer)
-		if !ok {
-			t.Skip("storage does not implement RunCheckpointer")
-		}
+		rc := b.st
 		ctx := t.Context()
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
 		_, err := b.rs.ClaimRun(ctx, "w1", at(1), at(10))
@@ -568,10 +568,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("RunStatuses", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		r, ok := b.st.(graphserver.RunStatusReader)
-		if !ok {
-			t.Skip("storage does not implement RunStatusReader")
-		}
+		r := b.st
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
 		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
 		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
