@@ -101,21 +101,8 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 		if err != nil {
 			return err
 		}
-		// A TTL expiry moves to now + TTL (a disarmed one is armed again).
-		var minutes sql.NullFloat64
-		err = t.tx.GetContext(ctx, &minutes, `SELECT ttl_minutes FROM threads WHERE thread_id = ?`, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return threadNotFound(id)
-		} else if err != nil {
-			return fmt.Errorf("update thread %s: %w", id, err)
-		}
 		set = append(set, "error = ?", "state_updated_at = ?")
 		args = append(args, errv, ts)
-		if minutes.Valid {
-			e := expiry(w.Now, minutes.Float64)
-			set = append(set, "ttl_expires_at = ?")
-			args = append(args, nullTime(&e))
-		}
 		if !w.KeepValues {
 			values, err := nullRaw(s.Values)
 			if err != nil {
@@ -129,12 +116,22 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 			args = append(args, values, interrupts)
 		}
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE threads SET `+strings.Join(set, ", ")+` WHERE thread_id = ?`, append(args, id)...)
-	if err != nil {
+	// One statement for the common case: the TTL (rare) is read back and
+	// its expiry moved by a second one.
+	var minutes sql.NullFloat64
+	err := t.tx.GetContext(ctx, &minutes, `UPDATE threads SET `+strings.Join(set, ", ")+` WHERE thread_id = ? RETURNING ttl_minutes`,
+		append(args, id)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return threadNotFound(id)
+	} else if err != nil {
 		return fmt.Errorf("update thread %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return threadNotFound(id)
+	if w.Summary != nil && minutes.Valid {
+		// A TTL expiry moves to now + TTL (a disarmed one is armed again).
+		e := expiry(w.Now, minutes.Float64)
+		if _, err := t.tx.ExecContext(ctx, `UPDATE threads SET ttl_expires_at = ? WHERE thread_id = ?`, nullTime(&e), id); err != nil {
+			return fmt.Errorf("update thread %s: %w", id, err)
+		}
 	}
 	return nil
 }

@@ -55,7 +55,8 @@ func run(t *testing.T, openDriver func(t *testing.T) graphserver.Storage, rules 
 		{"Observe", exerciseObserve},
 		{"Truncate", exerciseTruncate},
 		{"Tx", exerciseTx},
-		// Webhooks add their exercise functions here.
+		{"Webhooks", exerciseWebhooks},
+		{"Ping", exercisePing},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
