@@ -38,6 +38,9 @@ type task struct {
 	resume     []any
 	runErr     error
 	bubble     bool // it sent a Command on to a parent graph, or was stopped by the run's end: nothing is saved for it
+
+	// call is set for a task call (Task.Call) made by another task of the step
+	call *callSpec
 }
 
 type write struct {
@@ -84,6 +87,11 @@ type runner struct {
 	// the checkpoint they are pending on
 	nullWrites []graphserver.PendingWrite
 	nullAt     string
+
+	// the task calls of the running step, and the pending writes its
+	// tasks may reuse
+	calls       *stepCalls
+	stepPending []graphserver.PendingWrite
 }
 
 type saveOp struct {
@@ -239,12 +247,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
 		}
 		tasks := r.g.prepare(cs, r.ns)
+		r.stepPending = cs.pending
 		if replay {
-			attachWrites(tasks, resumeWrites(cs.pending))
+			r.stepPending = resumeWrites(cs.pending)
 			replay = false
-		} else {
-			attachWrites(tasks, cs.pending)
 		}
+		attachWrites(tasks, r.stepPending)
 		// As LangGraph's tick: the current checkpoint (the input one, the
 		// one resumed from, or the last step's, after its values event) is
 		// emitted once its next tasks are known.
@@ -258,7 +266,13 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emitInterrupt(nil)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
-		if err := r.runTasks(ctx, cs, tasks, step); err != nil {
+		err := r.runTasks(ctx, cs, tasks, step)
+		calls, cerr := r.calls.wait()
+		// the calls' writes are saved with the step's (exit) but applied to
+		// no channel; their failures and interrupts reach the run through
+		// the tasks that called them
+		tasks = append(tasks, calls...)
+		if err = cmp.Or(err, cerr); err != nil {
 			return nil, r.exit(ctx, cs, tasks, err)
 		}
 		if err := context.Cause(ctx); err != nil {
@@ -267,6 +281,9 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		var intr []graphserver.Interrupt
 		interrupted := false
 		for _, t := range tasks {
+			if t.call != nil {
+				continue
+			}
 			if t.runErr != nil {
 				return nil, r.exit(ctx, cs, tasks, t.runErr)
 			}
@@ -581,7 +598,15 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 		t.push, t.arg = true, s.Arg
 		tasks = append(tasks, t)
 	}
-	if cs.hasStart && vcmp(cs.triggers[Start], cs.seen[Start][Start]) > 0 {
+	switch {
+	case g.entry != "":
+		// an entrypoint's node runs on the input itself
+		if cs.hasStart && vcmp(cs.triggers[Start], cs.seen[g.entry][Start]) > 0 {
+			t := mk(g.entry, []any{"__pregel_pull", g.entry}, "__pregel_pull/"+g.entry, []string{Start})
+			t.arg = cs.start
+			tasks = append(tasks, t)
+		}
+	case cs.hasStart && vcmp(cs.triggers[Start], cs.seen[Start][Start]) > 0:
 		tasks = append(tasks, mk(Start, []any{"__pregel_pull", Start}, "__pregel_pull/"+Start, []string{Start}))
 	}
 	for _, n := range g.order {
@@ -663,7 +688,9 @@ func (g *Compiled) view(cs *ckpt) State {
 	s := make(State, len(g.channels))
 	for k, c := range g.channels {
 		if v, ok := cs.values[k]; ok {
-			s[k] = v
+			if v, ok := c.read(v); ok {
+				s[k] = v
+			}
 		} else if c.hasDef {
 			s[k] = c.def
 		}
@@ -788,8 +815,15 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		if err != nil {
 			return nil, nil, &channelError{ch: k, err: err}
 		}
-		if present && c.kind != kindLastValue && jsonEqual(old, v) {
+		// Every write updates its channel, a reducer's that changes
+		// nothing too (BinaryOperatorAggregate.update returns True for any
+		// write): the channel gets a new version and the values stream a
+		// part. A barrier is updated by a name it had not seen.
+		if c.kind == kindBarrier && present && len(v.([]any)) == len(old.([]any)) {
 			continue
+		}
+		if _, avail := c.read(v); c.kind == kindTopic && !avail && !present {
+			continue // a Topic written an empty list stays empty
 		}
 		next.values[k] = v
 		next.versions[k] = nv
@@ -797,6 +831,28 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 			track.changed(k, appendOnly && present)
 		}
 		updated = append(updated, k)
+	}
+	if clear {
+		// a step notifies the channels it did not write: an EphemeralValue,
+		// an AnyValue and a Topic without accumulate empty (apply_writes
+		// calls update with no values on them)
+		for _, k := range g.chanNames {
+			if _, ok := byChan[k]; ok {
+				continue
+			}
+			c := g.channels[k]
+			if v, ok := next.values[k]; ok && c.clearsOnStep() {
+				if _, avail := c.read(v); !avail {
+					continue
+				}
+				next.values[k] = []any{}
+				next.versions[k] = nv
+				if track != nil {
+					track.changed(k, false)
+				}
+				updated = append(updated, k)
+			}
+		}
 	}
 	return next, updated, nil
 }
@@ -865,21 +921,6 @@ func maxVersion(c *ckpt) string {
 	return v
 }
 
-func jsonEqual(a, b any) bool {
-	if la, ok := a.([]any); ok {
-		lb, ok := b.([]any)
-		if !ok || len(la) != len(lb) {
-			return false
-		}
-		if len(la) > 0 && &la[0] == &lb[0] {
-			return true
-		}
-	}
-	ba, _ := json.Marshal(a)
-	bb, _ := json.Marshal(b)
-	return string(ba) == string(bb)
-}
-
 // runTasks runs the unfinished tasks of a step in parallel and records their
 // writes. It returns an error only for infrastructure failures.
 func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int) error {
@@ -890,6 +931,7 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var perr error
+	r.calls = newStepCalls(ctx, r.stepPending)
 	for _, t := range tasks {
 		if t.done {
 			continue
@@ -1038,7 +1080,7 @@ func stoppedBy(ctx context.Context, err error) bool {
 // attempt runs a task once (LangGraph's run_with_retry runs it again on a
 // retried failure, its writes cleared): the node, then its writes.
 func (r *runner) attempt(ctx context.Context, cs *ckpt, state, in State, t *task, step int) (any, error) {
-	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
+	tr := &taskRuntime{r: r, t: t, step: step, cs: cs, calls: r.calls}
 	ctx = context.WithValue(ctx, taskKey{}, tr)
 	t.writes, t.update = nil, nil
 	out, err := r.call(ctx, tr, in)
@@ -1278,6 +1320,9 @@ func gotoFromJSON(v any) any {
 func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 	if upd == nil {
 		return nil, nil, nil
+	}
+	if e, ok := upd.(entryResult); ok {
+		return entryWrites(e)
 	}
 	v, err := normalize(upd)
 	if err != nil {
