@@ -1329,6 +1329,11 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 		return nil, nil, err
 	}
 	if g.root {
+		if g.entry != "" {
+			// an update as the entrypoint is saved for its next run too,
+			// as its writers write both (LangGraph's END and PREVIOUS)
+			return []write{{chRoot, v}, {chPrevious, v}}, v, nil
+		}
 		return []write{{chRoot, v}}, v, nil
 	}
 	var ws []write
