@@ -33,10 +33,10 @@ type Storage interface {
 	// fn may be called more than once (a driver may retry a transaction
 	// that failed for a reason outside fn, or share it with other writes
 	// and run fn again when one of those fails), so it must set its results
-	// anew on each call. fn gets a context that is not cancelled (an
-	// interrupted statement could roll back writes fn does not own) and
-	// must be short; WithTx checks ctx before fn starts. fn must use only tx,
-	// not the Storage itself.
+	// anew on each call. fn must be short: the context it gets may not be
+	// cancelled with ctx (sqlite shares the transaction with other writes,
+	// which a cancelled statement would roll back); WithTx checks ctx
+	// before fn starts. fn must use only tx, not the Storage itself.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
@@ -46,7 +46,11 @@ type Storage interface {
 // concurrent use.
 type Tx interface {
 	// CheckThread returns ENOTFOUND when thread id is missing or hidden by
-	// filter (applied to its metadata), nil otherwise.
+	// filter (applied to its metadata), nil otherwise. A driver whose
+	// transactions run concurrently locks the thread's row until the
+	// transaction ends (the rules take it first, so that the changes to one
+	// thread's runs apply one after the other), and locks the runs that
+	// ActiveRuns, SelectRuns and HeldRun return.
 	CheckThread(ctx context.Context, id string, filter Filter) error
 	// InsertThread inserts t, stored as ThreadStorage.CreateThread stores
 	// it. ECONFLICT when the id is taken.
@@ -103,7 +107,8 @@ type ThreadWrite struct {
 	// either way).
 	Status   string
 	IfStatus string
-	// MergeMetadata's keys are set in the thread's metadata.
+	// MergeMetadata's keys are set in the thread's metadata, each replacing
+	// the key's value as a whole.
 	MergeMetadata Metadata
 	// Config, when non-nil, replaces the thread's config.
 	Config Object

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,13 +82,23 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 			args = append(args, w.Status)
 		}
 	}
-	if w.MergeMetadata != nil {
-		m, err := marshalObject(w.MergeMetadata)
-		if err != nil {
-			return err
+	if len(w.MergeMetadata) > 0 {
+		// json_set per key: each top-level key is replaced as a whole (a
+		// JSON merge patch would merge nested objects and drop nulls).
+		expr := "json_set(metadata"
+		for _, k := range slices.Sorted(maps.Keys(w.MergeMetadata)) {
+			path, err := jsonPath("$", k)
+			if err != nil {
+				return err
+			}
+			v, err := marshalJSON(w.MergeMetadata[k])
+			if err != nil {
+				return err
+			}
+			expr += ", ?, json(?)"
+			args = append(args, path, v)
 		}
-		set = append(set, "metadata = json_patch(metadata, ?)")
-		args = append(args, m)
+		set = append(set, "metadata = "+expr+")")
 	}
 	if w.Config != nil {
 		c, err := marshalObject(w.Config)

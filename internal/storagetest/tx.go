@@ -107,18 +107,20 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		// Status only where IfStatus holds; the rest of the write applies.
 		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
 			return tx.UpdateThread(ctx, "t2", &graphserver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle,
-				IfStatus: graphserver.ThreadError, MergeMetadata: graphserver.Metadata{"graph_id": "g"}})
+				IfStatus: graphserver.ThreadError, MergeMetadata: graphserver.Metadata{"graph_id": "g", "nested": map[string]any{"a": 1.0}}})
 		})
 		th = getThread(t, st, "t2")
 		require.Equal(t, graphserver.ThreadBusy, th.Status)
-		require.Equal(t, graphserver.Metadata{"k": "v", "graph_id": "g"}, th.Metadata)
+		require.Equal(t, graphserver.Metadata{"k": "v", "graph_id": "g", "nested": map[string]any{"a": 1.0}}, th.Metadata)
 		require.Equal(t, at(3), th.UpdatedAt)
 		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
 			return tx.UpdateThread(ctx, "t2", &graphserver.ThreadWrite{Now: at(4), Status: graphserver.ThreadIdle,
-				IfStatus: graphserver.ThreadBusy, Config: graphserver.Object{"c": 2.0}})
+				IfStatus: graphserver.ThreadBusy, Config: graphserver.Object{"c": 2.0}, MergeMetadata: graphserver.Metadata{"nested": map[string]any{"b": 2.0}}})
 		})
 		th = getThread(t, st, "t2")
 		require.Equal(t, graphserver.ThreadIdle, th.Status)
+		require.Equal(t, graphserver.Metadata{"k": "v", "graph_id": "g", "nested": map[string]any{"b": 2.0}}, th.Metadata,
+			"a merged key's value is replaced as a whole")
 		require.Equal(t, graphserver.Object{"c": 2.0}, th.Config)
 		require.Equal(t, at(1), th.StateUpdatedAt, "no summary: the state did not change")
 
