@@ -402,6 +402,26 @@ type WebhookDelivery struct {
 	NextAt   time.Time
 }
 
+// runStore is the Storage with the Server's multi-row run rules (runtx.go)
+// as methods, so that the Server's methods read as storage calls.
+type runStore struct{ Storage }
+
+// CreateRun is insertRun.
+func (r runStore) CreateRun(ctx context.Context, run *Run, opts *RunInsert) (*RunCreated, error) {
+	return insertRun(ctx, r.Storage, run, opts)
+}
+
+// CancelRuns is cancelRuns.
+func (r runStore) CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error) {
+	return cancelRuns(ctx, r.Storage, sel, action, now, filter)
+}
+
+// runStorage returns the run store; the error is always nil (every
+// Storage has runs).
+func (s *Server) runStorage() (runStore, error) {
+	return runStore{s.storage}, nil
+}
+
 // CreateRun creates a background run on thread threadID, or a stateless run
 // (on a new temporary thread) when threadID is "". The run is pending; a
 // started Server picks it up at once (or after rc.AfterSeconds).
@@ -469,8 +489,10 @@ func (s *Server) WaitRun(ctx context.Context, threadID string, rc RunCreate) (js
 // GetRun returns a run of a thread (threadID "" = any thread). ENOTFOUND
 // when it does not exist.
 func (s *Server) GetRun(ctx context.Context, threadID, runID string) (*Run, error) {
-	var err error
-	rs := s.storage
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
 	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return nil, err
 	}
@@ -480,8 +502,10 @@ func (s *Server) GetRun(ctx context.Context, threadID, runID string) (*Run, erro
 // ListRuns lists a thread's runs, newest first. EINVALID for a bad limit,
 // offset, status or select column; ENOTFOUND when the thread is missing.
 func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]*Run, error) {
-	var err error
-	rs := s.storage
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
 	if threadID, _, err = checkRunIDs(threadID, ""); err != nil {
 		return nil, err
 	}
@@ -510,8 +534,10 @@ func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]
 // remaining checkpoint. ENOTFOUND when it does not exist, ECONFLICT while it
 // is pending or running.
 func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
-	var err error
-	rs := s.storage
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
 	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return err
 	}
@@ -536,7 +562,10 @@ func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
 // wait for it (JoinRun does). Cancelling a finished run does nothing.
 // ENOTFOUND when the run does not exist; EINVALID for another action.
 func (s *Server) CancelRun(ctx context.Context, threadID, runID, action string) error {
-	var err error
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
 	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return err
 	}
@@ -546,7 +575,7 @@ func (s *Server) CancelRun(ctx context.Context, threadID, runID, action string) 
 	if action != CancelInterrupt && action != CancelRollback {
 		return Errorf(EINVALID, "action must be interrupt or rollback.")
 	}
-	cancelled, err := cancelRuns(ctx, s.storage, &RunCancelSelect{ThreadID: threadID, RunIDs: []string{runID}}, action, s.clock(), nil)
+	cancelled, err := rs.CancelRuns(ctx, &RunCancelSelect{ThreadID: threadID, RunIDs: []string{runID}}, action, s.clock(), nil)
 	if err != nil {
 		return err
 	}
@@ -558,7 +587,10 @@ func (s *Server) CancelRun(ctx context.Context, threadID, runID, action string) 
 // status (pending, running or all). EINVALID when sel mixes or lacks both
 // forms; ENOTFOUND when no run matched.
 func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action string) error {
-	var err error
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
 	if action == "" {
 		action = CancelInterrupt
 	}
@@ -588,7 +620,7 @@ func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action str
 		}
 		sel.RunIDs = ids
 	}
-	cancelled, err := cancelRuns(ctx, s.storage, &sel, action, s.clock(), nil)
+	cancelled, err := rs.CancelRuns(ctx, &sel, action, s.clock(), nil)
 	if err != nil {
 		return err
 	}
@@ -714,8 +746,10 @@ func (s *Server) runEnded(ctx context.Context, threadID, runID string) (bool, js
 // or running; nil, nil while it is. A run that is gone returns an empty run
 // and a nil thread.
 func (s *Server) endedRun(ctx context.Context, threadID, runID string) (*Run, *Thread, error) {
-	var err error
-	rs := s.storage
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, nil, err
+	}
 	run, err := rs.GetRun(ctx, threadID, runID, nil)
 	if ErrorCode(err) == ENOTFOUND {
 		return &Run{RunID: runID}, nil, nil
@@ -819,7 +853,10 @@ func checkRunIDs(threadID, runID string) (string, string, error) {
 // createRun validates rc, builds the run and inserts it, returning the run
 // and its (new) event log.
 func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) (*Run, *eventLog, error) {
-	var err error
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, nil, err
+	}
 	if s.isClosed() {
 		return nil, nil, ErrServerClosed
 	}
@@ -933,7 +970,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	if slot {
 		ins.Owner, ins.LeaseUntil = s.rq.claimToken(), now.Add(s.rq.lease)
 	}
-	res, err := insertRun(ctx, s.storage, run, ins)
+	res, err := rs.CreateRun(ctx, run, ins)
 	if err != nil {
 		if slot {
 			s.rq.releaseSlot()
