@@ -167,18 +167,19 @@ func deleteRunTx(ctx context.Context, tx pgx.Tx, threadID, runID string) error {
 
 // claimQuery takes the oldest eligible pending run: its thread has no
 // running run and no older eligible pending run (which a concurrent claim
-// holds locked), and claims in other processes skip the rows locked.
+// holds locked), and claims in other processes skip the rows locked. It
+// locks the thread's row too, without waiting (see lockThread).
 // runs_one_running catches the race this leaves (two processes claiming
 // two runs of one thread at once): the second claim fails and is retried.
 const claimQuery = `WITH next AS (
-	SELECT p.run_id FROM runs AS p
+	SELECT p.run_id FROM runs AS p JOIN threads AS t ON t.thread_id = p.thread_id
 	WHERE p.status = 'pending' AND p.created_at <= $4
 		AND NOT EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = p.thread_id AND o.status = 'running')
 		AND NOT EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = p.thread_id AND o.status = 'pending'
 			AND o.created_at <= $4 AND (o.created_at, o.run_id) < (p.created_at, p.run_id))
 	ORDER BY p.created_at, p.run_id
 	LIMIT 1
-	FOR UPDATE SKIP LOCKED)
+	FOR NO KEY UPDATE OF p, t SKIP LOCKED)
 UPDATE runs SET status = 'running', attempt = attempt + 1, lease_owner = $1, lease_expires_at = $2,
 	updated_at = $3, cancel_action = NULL
 FROM next WHERE runs.run_id = next.run_id AND runs.status = 'pending'

@@ -14,10 +14,12 @@ import (
 
 // WithTx implements graphserver.Storage: one READ COMMITTED transaction,
 // reported to the observers as a write. Its operations lock the rows they
-// read for a change (the thread of CheckThread, the runs listed), so that
-// the Server's rules run one after the other on one thread in every
-// process; the notifications they send (a run queued, ended or cancelled)
-// go out when it commits.
+// read for a change, so that the Server's rules run one after the other on
+// one thread in every process, in the driver's one lock order (see
+// lockThread): a thread's row (FOR NO KEY UPDATE) before the rows of its
+// runs; the operations that list runs lock their threads first. The
+// notifications they send (a run queued, ended or cancelled) go out when
+// it commits.
 func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx graphserver.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -199,9 +201,12 @@ func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error
 	return r.run()
 }
 
-// ActiveRuns implements graphserver.Tx. The rows are locked: a claim in
-// progress is waited for and seen as running.
+// ActiveRuns implements graphserver.Tx. The thread's row, then the runs'
+// rows are locked: a claim in progress is waited for and seen as running.
 func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.RunRef, error) {
+	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = ? FOR NO KEY UPDATE`, threadID); err != nil {
+		return nil, fmt.Errorf("lock thread %s: %w", threadID, err)
+	}
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
 		WHERE r.thread_id = ? AND r.status IN ('pending', 'running') ORDER BY r.run_id FOR UPDATE`, threadID)
 	if err != nil {
@@ -210,8 +215,8 @@ func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.Ru
 	return runRefs(rows), nil
 }
 
-// SelectRuns implements graphserver.Tx. The rows are locked, in run id
-// order (no deadlock between two cancellations).
+// SelectRuns implements graphserver.Tx. The runs' threads are locked, in
+// thread id order, then the runs, in run id order.
 func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, filter graphserver.Filter) ([]graphserver.RunRef, error) {
 	var w where
 	switch {
@@ -226,6 +231,9 @@ func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 	if err := w.filter("t.metadata", filter); err != nil {
 		return nil, err
 	}
+	if err := lockRunThreads(ctx, t.tx, &w); err != nil {
+		return nil, err
+	}
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
 		JOIN threads AS t ON t.thread_id = r.thread_id`+w.String()+` ORDER BY r.run_id FOR UPDATE OF r`, w.args...)
 	if err != nil {
@@ -234,8 +242,13 @@ func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 	return runRefs(rows), nil
 }
 
-// HeldRun implements graphserver.Tx. The row is locked.
+// HeldRun implements graphserver.Tx. The run's thread row, then its row
+// are locked.
 func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.RunRef, error) {
+	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
+		FOR NO KEY UPDATE`, runID); err != nil {
+		return nil, fmt.Errorf("lock thread of run %s: %w", runID, err)
+	}
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
 		WHERE r.run_id = ? AND r.lease_owner = ? AND r.status = 'running' FOR UPDATE`, runID, owner)
 	if err != nil {
@@ -247,11 +260,13 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.Ru
 	return &runRefs(rows)[0], nil
 }
 
-// ExpiredRuns implements graphserver.Tx. The rows are locked, skipping
-// those another process is sweeping or finishing.
+// ExpiredRuns implements graphserver.Tx. The runs and their threads are
+// locked without waiting, skipping those another process is sweeping or
+// finishing.
 func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]graphserver.RunRef, error) {
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
-		WHERE r.status = 'running' AND r.lease_expires_at < ? ORDER BY r.run_id FOR UPDATE SKIP LOCKED`, now)
+		JOIN threads AS t ON t.thread_id = r.thread_id
+		WHERE r.status = 'running' AND r.lease_expires_at < ? ORDER BY r.run_id FOR NO KEY UPDATE OF r, t SKIP LOCKED`, now)
 	if err != nil {
 		return nil, fmt.Errorf("select expired runs: %w", err)
 	}
@@ -319,4 +334,14 @@ func (t *txn) InsertWebhook(ctx context.Context, d *graphserver.WebhookDelivery,
 // FireCron implements graphserver.Tx.
 func (t *txn) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
 	return fireCron(ctx, t.tx, f)
+}
+
+// lockRunThreads locks, in order, the threads of the runs w selects (on
+// runs r joined with threads t): the thread rows before the run rows.
+func lockRunThreads(ctx context.Context, tx pgx.Tx, w *where) error {
+	if _, err := exec(ctx, tx, `SELECT 1 FROM threads WHERE thread_id IN (SELECT r.thread_id FROM runs AS r
+		JOIN threads AS t ON t.thread_id = r.thread_id`+w.String()+`) ORDER BY thread_id FOR NO KEY UPDATE`, w.args...); err != nil {
+		return fmt.Errorf("lock threads: %w", err)
+	}
+	return nil
 }
