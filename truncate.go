@@ -19,15 +19,10 @@ type TruncateOptions struct {
 
 // TruncateStorage is the part of Storage that empties it, for test helpers.
 type TruncateStorage interface {
-	// Truncate deletes what opts flags, in one transaction. With
-	// opts.Assistants, the assistants whose metadata matches keepAssistants
-	// (a Filter, as for searches) are kept; a nil filter keeps none.
-	Truncate(ctx context.Context, opts TruncateOptions, keepAssistants Filter) error
+	// Truncate deletes what opts flags, in one transaction. Assistants whose
+	// metadata.created_by is "system" are kept.
+	Truncate(ctx context.Context, opts TruncateOptions) error
 }
-
-// systemAssistants matches the metadata of the system assistants (see
-// system.go), which Truncate keeps.
-var systemAssistants = Filter{"created_by": "system"}
 
 // Truncate empties the parts of the storage opts flags, keeping the system
 // assistants: a test helper behind POST /internal/truncate, never meant for
@@ -43,5 +38,5 @@ func (s *Server) Truncate(ctx context.Context, opts TruncateOptions) error {
 			return err
 		}
 	}
-	return s.storage.Truncate(ctx, opts, systemAssistants)
+	return s.storage.Truncate(ctx, opts)
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,29 +28,18 @@ var truncateStatements = []struct {
 		`DELETE FROM checkpoints`,
 		`DELETE FROM checkpoint_blobs`,
 	}},
+	{func(o graphserver.TruncateOptions) bool { return o.Assistants }, []string{
+		`DELETE FROM assistants WHERE (metadata ->> 'created_by') IS DISTINCT FROM 'system'`,
+	}},
 	{func(o graphserver.TruncateOptions) bool { return o.Store }, []string{
 		`DELETE FROM store_items`,
 	}},
 }
 
 // Truncate implements graphserver.TruncateStorage: it deletes what opts
-// flags in one transaction, keeping the assistants keepAssistants matches.
-func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions, keepAssistants graphserver.Filter) error {
-	var keep where
-	if err := keep.filter("metadata", keepAssistants); err != nil {
-		return err
-	}
+// flags in one transaction, keeping system assistants.
+func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		if opts.Assistants {
-			q := `DELETE FROM assistants`
-			if len(keep.conds) > 0 {
-				// A condition that is NULL (a key missing) does not keep.
-				q += ` WHERE NOT coalesce((` + strings.Join(keep.conds, " AND ") + `), false)`
-			}
-			if _, err := exec(ctx, tx, q, keep.args...); err != nil {
-				return fmt.Errorf("truncate: %w", err)
-			}
-		}
 		for _, group := range truncateStatements {
 			if !group.on(opts) {
 				continue

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -30,6 +29,9 @@ var truncateStatements = []struct {
 		// and checkpoint_writes.
 		`DELETE FROM checkpoint_threads`,
 	}},
+	{func(o graphserver.TruncateOptions) bool { return o.Assistants }, []string{
+		`DELETE FROM assistants WHERE json_extract(metadata, '$.created_by') IS NOT 'system'`,
+	}},
 	{func(o graphserver.TruncateOptions) bool { return o.Store }, []string{
 		`DELETE FROM store_items`,
 		`DELETE FROM store_fts`,
@@ -37,23 +39,9 @@ var truncateStatements = []struct {
 }
 
 // Truncate implements graphserver.TruncateStorage: it deletes what opts
-// flags in one transaction, keeping the assistants keepAssistants matches.
-func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions, keepAssistants graphserver.Filter) error {
-	var keep where
-	if err := keep.filter("metadata", keepAssistants); err != nil {
-		return err
-	}
+// flags in one transaction, keeping system assistants.
+func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
-		if opts.Assistants {
-			q := `DELETE FROM assistants`
-			if len(keep.conds) > 0 {
-				// A condition that is NULL (a key missing) does not keep.
-				q += ` WHERE NOT coalesce(` + strings.Join(keep.conds, " AND ") + `, 0)`
-			}
-			if _, err := tx.ExecContext(ctx, q, keep.args...); err != nil {
-				return fmt.Errorf("truncate: %w", err)
-			}
-		}
 		for _, group := range truncateStatements {
 			if !group.on(opts) {
 				continue

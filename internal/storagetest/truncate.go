@@ -12,10 +12,8 @@ import (
 )
 
 // exerciseTruncate: Truncate empties what its options flag, in one call,
-// and keeps the assistants its filter matches (the Server passes the system
-// assistants' {"created_by": "system"}).
+// and keeps the system assistants (metadata created_by "system").
 func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage) {
-	keepSystem := graphserver.Filter{"created_by": "system"}
 	setup := func(t *testing.T) graphserver.Storage {
 		t.Helper()
 		st := open(t)
@@ -68,7 +66,7 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 	t.Run("NothingFlagged", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
-		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{}, keepSystem))
+		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{}))
 		require.Equal(t, state{Assistants: 3, Threads: 1, Items: 1, Runs: 1, Webhooks: 1, Checkpoint: true}, count(t, st))
 	})
 
@@ -76,14 +74,14 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		t.Parallel()
 		st := setup(t)
 		ctx := t.Context()
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Checkpoints: true}, keepSystem))
+		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Checkpoints: true}))
 		require.Equal(t, state{Assistants: 3, Threads: 1, Items: 1, Runs: 1, Webhooks: 1}, count(t, st), "checkpoints go, the thread stays")
 
 		byText := &graphserver.ItemQuery{NamespacePrefix: []string{"ns"}, Query: "hello", Limit: 10, Now: time.Now()}
 		found, err := st.SearchItems(ctx, byText)
 		require.NoError(t, err)
 		require.Len(t, found, 1)
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Assistants: true, Store: true}, keepSystem))
+		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Assistants: true, Store: true}))
 		require.Equal(t, state{Assistants: 1, Threads: 1, Runs: 1, Webhooks: 1}, count(t, st))
 		sys, err := st.GetAssistant(ctx, "sys", nil)
 		require.NoError(t, err)
@@ -92,27 +90,18 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		require.NoError(t, err)
 		require.Empty(t, found, "full-text rows go with the items")
 
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Runs: true}, keepSystem))
+		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Runs: true}))
 		require.Equal(t, state{Assistants: 1, Threads: 1}, count(t, st), "runs and the webhook outbox go, the thread stays")
 
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Threads: true}, keepSystem))
+		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Threads: true}))
 		require.Equal(t, state{Assistants: 1}, count(t, st))
 	})
 
 	t.Run("ThreadsTakeTheirRuns", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
-		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{Threads: true}, keepSystem))
+		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{Threads: true}))
 		_, err := st.GetRun(t.Context(), "", "r1", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
-	})
-
-	t.Run("NilFilterKeepsNoAssistant", func(t *testing.T) {
-		t.Parallel()
-		st := setup(t)
-		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{Assistants: true}, nil))
-		n, err := st.CountAssistants(t.Context(), &graphserver.AssistantSearch{})
-		require.NoError(t, err)
-		require.Zero(t, n)
 	})
 }
