@@ -108,6 +108,12 @@ var routeDocs = map[string]opDoc{
 		},
 		headers: []paramDoc{q("Last-Event-ID", "string", "Resume after this event id.")}},
 
+	// §2.11 Protocol v2 (thread-centric streaming: the SDKs' client.threads.stream)
+	"POST /threads/{thread_id}/commands": {summary: "Run a protocol-v2 command (run.start, input.respond, state.get, ...)", body: graphserver.ThreadCommand{}, resp: commandReply{},
+		description: "run.start creates the thread when it is missing; on a thread waiting at an interrupt its input is the resume value. A failed command answers {type: \"error\", id, error, message, detail} with the status of its error."},
+	"POST /threads/{thread_id}/stream/events": {summary: "Follow a thread's protocol-v2 events (Server-Sent Events)", body: graphserver.ThreadEventsRequest{}, kind: respSSE,
+		description: "The thread need not exist yet. Each frame's data is an event {type: \"event\", event_id, seq, method, params: {namespace, timestamp, data}}; the stream stays open across runs."},
+
 	// §2.10 Store
 	"PUT /store/items": {summary: "Put an item", body: graphserver.ItemPut{}, kind: respNoContent},
 	"GET /store/items": {summary: "Get an item (null when missing)", resp: graphserver.Item{},
