@@ -122,9 +122,8 @@ type v2Log struct {
 	on      bool      // events are derived
 	keep    time.Time // the feed is kept at least until then
 	events  []v2Entry
-	base    int  // position of events[0]
-	session int  // position of the latest run's first event
-	active  bool // a run is under way (its terminal lifecycle not yet out)
+	base    int // position of events[0]
+	session int // position of the latest run's first event
 	tr      v2Translator
 }
 
@@ -249,22 +248,12 @@ func (t *v2Translator) translate(event string, data json.RawMessage, status stri
 		out = t.announce(out, ns)
 		out = append(out, v2Raw{method: ChannelTasks, ns: ns, data: data})
 		var task struct {
-			ID         string          `json:"id"`
-			Name       string          `json:"name"`
-			Result     json.RawMessage `json:"result"`
-			Error      json.RawMessage `json:"error"`
-			Interrupts []any           `json:"interrupts"`
+			ID     string          `json:"id"`
+			Name   string          `json:"name"`
+			Result json.RawMessage `json:"result"`
 		}
 		if json.Unmarshal(data, &task) == nil && task.Result != nil {
-			child := append(slices.Clone(ns), task.Name+":"+task.ID)
-			phase := "completed"
-			switch {
-			case len(task.Interrupts) > 0:
-				phase = "interrupted"
-			case len(task.Error) > 0 && string(task.Error) != "null":
-				phase = "failed"
-			}
-			out = t.endChild(out, child, phase)
+			out = t.endChild(out, append(slices.Clone(ns), task.Name+":"+task.ID))
 		}
 	case "checkpoints":
 		var c struct {
@@ -309,8 +298,9 @@ func (t *v2Translator) announce(out []v2Raw, ns []string) []v2Raw {
 	return out
 }
 
-// endChild ends an announced child namespace (and what is below it).
-func (t *v2Translator) endChild(out []v2Raw, child []string, phase string) []v2Raw {
+// endChild ends an announced child namespace (and what is below it): its
+// task has a result.
+func (t *v2Translator) endChild(out []v2Raw, child []string) []v2Raw {
 	key := nsKey(child)
 	if !t.childOpen[key] {
 		return out
@@ -318,9 +308,12 @@ func (t *v2Translator) endChild(out []v2Raw, child []string, phase string) []v2R
 	for _, k := range slices.Backward(t.children) {
 		if (k == key || strings.HasPrefix(k, key+"|")) && t.childOpen[k] {
 			t.childOpen[k] = false
-			cns := strings.Split(k, "|")
-			out = t.closeMsgsUnder(out, cns)
-			out = append(out, v2Raw{method: ChannelLifecycle, ns: cns, data: map[string]any{"event": phase}})
+			// No lifecycle event: the SDKs' lifecycle watchers take any
+			// completed or failed lifecycle event, whatever its namespace,
+			// for the run's end (LangGraph's Python server announces
+			// children with started only; clients end them on their task's
+			// result or the run's end).
+			out = t.closeMsgsUnder(out, strings.Split(k, "|"))
 		}
 	}
 	return out
@@ -472,16 +465,6 @@ func (t *v2Translator) end(status string) []v2Raw {
 	if t.errMsg != "" && phase == "failed" {
 		errMsg = t.errMsg
 	}
-	childPhase := phase
-	if childPhase == "interrupted" {
-		childPhase = "interrupted"
-	}
-	for _, k := range slices.Backward(t.children) {
-		if t.childOpen[k] {
-			t.childOpen[k] = false
-			out = append(out, v2Raw{method: ChannelLifecycle, ns: strings.Split(k, "|"), data: map[string]any{"event": childPhase}})
-		}
-	}
 	data := map[string]any{"event": phase, "run_id": t.runID}
 	if errMsg != "" {
 		data["error"] = errMsg
@@ -512,13 +495,8 @@ func (f *threadFeed) appendV2(h *threadHub, event string, data json.RawMessage, 
 			continue
 		}
 		ev := ThreadEvent{Seq: seq, EventID: id, Method: r.method, Namespace: ns, Data: b, channel: eventChannel(r.method, r.data), raw: raw}
-		if r.method == ChannelLifecycle && len(ns) == 0 {
-			switch r.data.(map[string]any)["event"] {
-			case "running":
-				f.v2.session, f.v2.active = f.v2.base+len(f.v2.events), true
-			default:
-				f.v2.active = false
-			}
+		if r.method == ChannelLifecycle && len(ns) == 0 && r.data.(map[string]any)["event"] == "running" {
+			f.v2.session = f.v2.base + len(f.v2.events)
 		}
 		f.v2.events = append(f.v2.events, v2Entry{ev: ev, expires: expires})
 	}
@@ -591,8 +569,9 @@ type ThreadEventsRequest struct {
 	// the prefix it matched; nil: any.
 	Depth *int `json:"depth,omitempty"`
 	// Since replays the retained events with a greater seq, then goes
-	// live. Nil: the events of the run under way (from its start), or live
-	// only when no run is under way.
+	// live. Nil: the events of the thread's latest run from its start
+	// (the run just started, however fast it was: the JS SDK subscribes
+	// without since after run.start), then live.
 	Since *int64 `json:"since,omitempty"`
 }
 
@@ -726,15 +705,17 @@ func (s *Server) SubscribeThreadEvents(ctx context.Context, threadID string, req
 	case req.Since != nil:
 		st.since = *req.Since
 		st.pos = f.v2.base + sort.Search(len(f.v2.events), func(i int) bool { return f.v2.events[i].ev.Seq > st.since })
-	case f.v2.active:
-		st.pos = f.v2.session
 	default:
-		st.pos = f.v2.base + len(f.v2.events)
+		st.pos = max(f.v2.session, f.v2.base)
 	}
 	f.mu.Unlock()
 	st.feed = f
 	return st, nil
 }
+
+// ThreadEventSeq returns the last thread event seq given out: a stream
+// with Since set to it gets the events made from now on.
+func (s *Server) ThreadEventSeq() int64 { return s.rq.logs.hub.seq.Load() }
 
 // v2Keep is how long a thread's events are kept after a v2 client touched
 // it.

@@ -114,6 +114,9 @@ var routeDocs = map[string]opDoc{
 	"POST /threads/{thread_id}/stream/events": {summary: "Follow a thread's protocol-v2 events (Server-Sent Events)", body: graphserver.ThreadEventsRequest{}, kind: respSSE,
 		description: "The thread need not exist yet. Each frame's data is an event {type: \"event\", event_id, seq, method, params: {namespace, timestamp, data}}; the stream stays open across runs."},
 
+	"GET /threads/{thread_id}/stream/events": {summary: "Protocol v2 over a WebSocket (upgrade): commands as frames, subscription.subscribe for events",
+		description: "Send {id, method, params} text frames: subscription.subscribe {channels, namespaces?, depth?} answers {subscription_id} and sends the matching events (the latest run's from its start, then live) as frames; other commands run as POST /threads/{thread_id}/commands. Without an upgrade: 426."},
+
 	// §2.10 Store
 	"PUT /store/items": {summary: "Put an item", body: graphserver.ItemPut{}, kind: respNoContent},
 	"GET /store/items": {summary: "Get an item (null when missing)", resp: graphserver.Item{},

@@ -33,6 +33,12 @@ export async function startAgentsServer(...flags) {
   return startProgram("agents", ...flags);
 }
 
+// startIntegrationServer launches examples/integration (the Python SDK's
+// integration graphs: agent, tools_agent, deep_agent, factory_agent).
+export async function startIntegrationServer(...flags) {
+  return startProgram("integration", ...flags);
+}
+
 async function startProgram(program, ...flags) {
   const dir = mkdtempSync(join(tmpdir(), "gs-e2e-"));
   const child = spawn(binary(program), ["-addr", "127.0.0.1:0", "-db", join(dir, "gs.db"), ...flags], {

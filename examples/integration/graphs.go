@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/graph"
@@ -16,6 +17,9 @@ import (
 // project's sdk-integration-graphs spec): agent, tools_agent, deep_agent
 // and factory_agent. Every "model" is a scripted fake, so runs are
 // deterministic.
+
+// tokenDelay is the fake chat model's time per streamed token.
+const tokenDelay = 100 * time.Millisecond
 
 // integrationGraphs returns the graphs by id.
 func integrationGraphs() (map[string]graphserver.Graph, error) {
@@ -83,6 +87,17 @@ func agentGraph() (*graph.Compiled, error) {
 		progress(ctx, "stream_message", "start")
 		ms := graph.StreamMessage(ctx, "ai-msg-1")
 		for _, tok := range []string{"Hello,", " world!"} {
+			// A model takes its time per token. It matters to the SDKs:
+			// both end a projection's iteration as soon as their lifecycle
+			// watcher (a stream of its own) sees the interrupt, and a
+			// projection opened after run.start gets its replay over
+			// another stream; a graph reaching the interrupt within a
+			// millisecond or two races that replay.
+			select {
+			case <-time.After(tokenDelay):
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
 			ms.Chunk(tok)
 		}
 		msg := ms.End()

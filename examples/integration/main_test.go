@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -415,4 +416,118 @@ func TestCancelEndsStream(t *testing.T) {
 	ea2 := a.until(t, rootLifecycle("completed", "failed"))
 	eb2 := b.until(t, rootLifecycle("completed", "failed"))
 	require.Equal(t, ids(ea2), ids(eb2))
+}
+
+// wsConn is a protocol-v2 WebSocket client, as the JS SDK's
+// ProtocolWebSocketTransportAdapter is: commands and replies over the
+// socket, events as frames.
+type wsConn struct {
+	c       *websocket.Conn
+	events  chan v2Event
+	replies chan map[string]any
+}
+
+func dialWS(t *testing.T, base, threadID string) *wsConn {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/threads/"+threadID+"/stream/events", nil)
+	require.NoError(t, err)
+	ws := &wsConn{c: c, events: make(chan v2Event, 1000), replies: make(chan map[string]any, 10)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				close(ws.events)
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(b, &m) != nil {
+				continue
+			}
+			if m["type"] == "event" {
+				var ev v2Event
+				_ = json.Unmarshal(b, &ev)
+				ws.events <- ev
+				continue
+			}
+			ws.replies <- m
+		}
+	}()
+	t.Cleanup(func() { cancel(); c.CloseNow(); <-done })
+	return ws
+}
+
+func (ws *wsConn) send(t *testing.T, id int, method string, params any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+	require.NoError(t, err)
+	require.NoError(t, ws.c.Write(t.Context(), websocket.MessageText, b))
+	select {
+	case r := <-ws.replies:
+		require.EqualValues(t, id, r["id"])
+		require.Equal(t, "success", r["type"], "%v", r)
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply")
+		return nil
+	}
+}
+
+func (ws *wsConn) until(t *testing.T, stop func(v2Event) bool) []v2Event {
+	t.Helper()
+	es := &eventStream{ch: ws.events}
+	return es.until(t, stop)
+}
+
+// TestWebSocket: the v2 WebSocket transport (streamProtocol
+// "v2-websocket"): subscription.subscribe, then run.start over the same
+// socket; events as frames; two subscriptions on one socket matching the
+// same event send it once; a second socket on the thread gets every event
+// too; input.respond resumes to completion.
+func TestWebSocket(t *testing.T) {
+	t.Parallel()
+	base := testServer(t)
+	thread := uuid.NewString()
+	a := dialWS(t, base, thread)
+	b := dialWS(t, base, thread)
+	a.send(t, 1, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "input"}})
+	a.send(t, 2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "custom"}})
+	b.send(t, 1, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "input", "custom"}})
+	a.send(t, 3, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput})
+	ea := a.until(t, rootLifecycle("interrupted"))
+	eb := b.until(t, rootLifecycle("interrupted"))
+	require.Equal(t, ids(eb), ids(ea), "each socket gets every event once")
+	var intr string
+	customs := 0
+	for _, ev := range ea {
+		if ev.Method == "input.requested" {
+			intr = ev.Params.Data["interrupt_id"].(string)
+		}
+		if ev.Method == "custom" {
+			customs++
+		}
+	}
+	require.Equal(t, 5, customs)
+	require.NotEmpty(t, intr)
+	a.send(t, 4, "input.respond", map[string]any{"interrupt_id": intr, "namespace": []string{}, "response": "yes"})
+	done := a.until(t, rootLifecycle("completed", "failed"))
+	require.Equal(t, "completed", done[len(done)-1].Params.Data["event"])
+	b.until(t, rootLifecycle("completed"))
+
+	// Unsubscribing twice: the second is no_such_subscription.
+	r := a.send(t, 5, "subscription.unsubscribe", map[string]any{"subscription_id": "sub-1"})
+	require.Equal(t, "success", r["type"])
+	raw, _ := json.Marshal(map[string]any{"id": 6, "method": "subscription.unsubscribe", "params": map[string]any{"subscription_id": "sub-1"}})
+	require.NoError(t, a.c.Write(t.Context(), websocket.MessageText, raw))
+	rep := <-a.replies
+	require.Equal(t, "error", rep["type"])
+	require.Equal(t, "no_such_subscription", rep["error"])
+
+	// Without an upgrade the route says so.
+	resp, err := http.Get(base + "/threads/" + thread + "/stream/events")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUpgradeRequired, resp.StatusCode)
 }
