@@ -78,7 +78,7 @@ var goComments = map[string]string{
 	"github.com/graphserver/graphserver.ThreadEventsRequest.Channels":         "Channels to receive (ThreadEventChannels or \"custom:<name>\"); required.",
 	"github.com/graphserver/graphserver.ThreadEventsRequest.Depth":            "Depth bounds how many segments an event's namespace may have beyond the prefix it matched; nil: any.",
 	"github.com/graphserver/graphserver.ThreadEventsRequest.Namespaces":       "Namespaces are prefixes; an event passes when its namespace starts with one of them. A prefix segment without \":\" also matches \"<segment>:<anything>\". None: every namespace.",
-	"github.com/graphserver/graphserver.ThreadEventsRequest.Since":            "Since replays the retained events with a greater seq, then goes live. Nil: the events of the run under way (from its start), or live only when no run is under way.",
+	"github.com/graphserver/graphserver.ThreadEventsRequest.Since":            "Since replays the retained events with a greater seq, then goes live. Nil: the events of the thread's latest run from its start (the run just started, however fast it was: the JS SDK subscribes without since after run.start), then live.",
 	"github.com/graphserver/graphserver.ThreadPatch":                          "ThreadPatch is the body of PATCH /threads/{id}.",
 	"github.com/graphserver/graphserver.ThreadPrune":                          "ThreadPrune is the body of POST /threads/prune.",
 	"github.com/graphserver/graphserver.ThreadPrune.Strategy":                 "delete (default) | keep_latest",
