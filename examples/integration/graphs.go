@@ -19,7 +19,7 @@ import (
 // deterministic.
 
 // tokenDelay is the fake chat model's time per streamed token.
-const tokenDelay = 100 * time.Millisecond
+const tokenDelay = 250 * time.Millisecond
 
 // integrationGraphs returns the graphs by id.
 func integrationGraphs() (map[string]graphserver.Graph, error) {
