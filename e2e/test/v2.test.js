@@ -7,6 +7,8 @@
 // agent's subagent at a one-segment namespace tools:<task_id>.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { Client } from "@langchain/langgraph-sdk";
 import { startIntegrationServer } from "./server.js";
 
@@ -253,4 +255,13 @@ test("two subscribers and a reconnect with since lose and duplicate nothing (vs 
   } finally {
     ctrl.abort();
   }
+});
+
+test("websocket transport (v2-websocket): events until the interrupt, input.respond, completed, each event once", async () => {
+  const flags = typeof WebSocket === "undefined" ? ["--experimental-websocket"] : [];
+  const { stdout } = await promisify(execFile)(process.execPath, [...flags, new URL("./v2-websocket-client.mjs", import.meta.url).pathname, server.url], { timeout: 60000 });
+  const got = JSON.parse(stdout.trim().split("\n").at(-1));
+  assert.deepEqual(got.steps.slice(0, 5), ["stream_message", "stream_message", "call_tool", "call_tool", "ask_human"]);
+  assert.equal(got.text, "Hello, world!");
+  assert.equal(new Set(got.ids).size, got.ids.length, "no event twice");
 });
