@@ -3,6 +3,9 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 )
 
 type chanKind int
@@ -13,6 +16,11 @@ const (
 	kindMessages
 	kindReducer
 	kindManaged
+	kindTopic
+	kindEphemeral
+	kindUntracked
+	kindAny
+	kindBarrier
 )
 
 // Channel declares one state key and how writes to it are combined. Build
@@ -25,6 +33,12 @@ type Channel struct {
 	def     any
 	hasDef  bool
 	schema  json.RawMessage
+	// accumulate (Topic) keeps values across steps; guard (EphemeralValue,
+	// UntrackedValue) refuses two writes in a step; names (NamedBarrierValue)
+	// are the values the barrier waits for.
+	accumulate bool
+	guard      bool
+	names      []string
 }
 
 // Channels maps state keys to their channels.
@@ -46,8 +60,97 @@ func AddMessages() *Channel { return &Channel{kind: kindMessages, def: []any{}, 
 
 // Reducer is a channel combining the current value (nil when unset) with each
 // write through fn. fn must not modify old; values are JSON-native
-// (map[string]any, []any, string, float64, bool, nil).
+// (map[string]any, []any, string, float64, bool, nil). The key is absent
+// from the state until the first write; ReducerOf (or WithDefault) starts
+// it from a value instead.
 func Reducer(fn func(old, new any) any) *Channel { return &Channel{kind: kindReducer, reduce: fn} }
+
+// ReducerOf is a reducer channel over values of type T, as LangGraph's
+// BinaryOperatorAggregate over a type (Annotated[int, operator.add]): it
+// starts from T's zero value (0 for numbers, [] for slices, {} for maps and
+// structs, "" and false), present in the state before any write, and
+// combines it with each write through fn. Values are converted between T
+// and their JSON-native form through encoding/json; a write that does not
+// decode as T fails the step with an InvalidUpdateError.
+//
+//	"total": graph.ReducerOf(func(a, b float64) float64 { return a + b }),
+//	"tags":  graph.ReducerOf(func(a, b []string) []string { return append(a, b...) }),
+func ReducerOf[T any](fn func(old, new T) T) *Channel {
+	var zero T
+	rv := reflect.ValueOf(&zero).Elem()
+	switch rv.Kind() {
+	case reflect.Slice:
+		rv.Set(reflect.MakeSlice(rv.Type(), 0, 0))
+	case reflect.Map:
+		rv.Set(reflect.MakeMap(rv.Type()))
+	}
+	def := normalizeOrSelf(zero)
+	if def == nil {
+		// a pointer or interface type has no usable zero value: the key
+		// stays absent until written, as BinaryOperatorAggregate's MISSING
+		return &Channel{kind: kindReducer, reduce: typedReduce(fn)}
+	}
+	return &Channel{kind: kindReducer, reduce: typedReduce(fn), def: def, hasDef: true}
+}
+
+// typedReduce adapts fn to JSON-native values; a value that does not
+// decode as T panics, which the channel reports as the step's error.
+func typedReduce[T any](fn func(old, new T) T) func(old, new any) any {
+	conv := func(v any) T {
+		if t, ok := v.(T); ok {
+			return t
+		}
+		var t T
+		if v == nil {
+			return t
+		}
+		b, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(b, &t)
+		}
+		if err != nil {
+			panic(&NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("value %s is not a %T: %v", b, t, err)})
+		}
+		return t
+	}
+	return func(old, new any) any { return fn(conv(old), conv(new)) }
+}
+
+// Topic is a publish/subscribe channel (LangGraph's Topic): its value is
+// the list of the values written to it, a list write contributing its
+// elements. Without accumulate it holds only the values written in the last
+// step (it empties in a step that does not write it); with accumulate it
+// keeps them all. The key is absent from the state while the list is empty.
+func Topic(accumulate bool) *Channel { return &Channel{kind: kindTopic, accumulate: accumulate} }
+
+// EphemeralValue is a channel holding the value written in the step just
+// before, cleared in the next step that does not write it (LangGraph's
+// EphemeralValue): a value meant for the next nodes only. With guard, two
+// writes in one step fail it with an InvalidUpdateError; without, the last
+// one is kept.
+func EphemeralValue(guard bool) *Channel { return &Channel{kind: kindEphemeral, guard: guard} }
+
+// UntrackedValue is a channel holding the last value written, never saved
+// in a checkpoint (LangGraph's UntrackedValue): nodes of the same run read
+// it, the thread's state and a later run do not see it (a client handle, a
+// cache). With guard, two writes in one step fail it.
+func UntrackedValue(guard bool) *Channel { return &Channel{kind: kindUntracked, guard: guard} }
+
+// AnyValue is a channel holding the last value written, which may be
+// written several times in one step (values assumed equal; the last one is
+// kept), cleared in a step that does not write it (LangGraph's AnyValue).
+func AnyValue() *Channel { return &Channel{kind: kindAny} }
+
+// NamedBarrierValue is a channel waiting for every one of names to be
+// written to it (LangGraph's NamedBarrierValue, which join edges use): a
+// write of another value fails the step with an InvalidUpdateError; the
+// key is absent from the state until all names were written, then reads
+// null.
+func NamedBarrierValue(names ...string) *Channel {
+	ns := slices.Clone(names)
+	slices.Sort(ns)
+	return &Channel{kind: kindBarrier, names: slices.Compact(ns)}
+}
 
 // RemainingSteps is a managed value (LangGraph's RemainingSteps): not
 // stored nor written, a node reads in it how many supersteps the run has
@@ -132,6 +235,51 @@ func (c *Channel) update(key string, old any, writes []any) (any, bool, error) {
 			v = []any{}
 		}
 		return v, appendOnly, nil
+	case kindTopic:
+		var out []any
+		if l, ok := old.([]any); ok && c.accumulate {
+			out = l[:len(l):len(l)]
+		}
+		for _, w := range writes {
+			if wl, ok := w.([]any); ok {
+				out = append(out, wl...)
+			} else {
+				out = append(out, w)
+			}
+		}
+		return out, false, nil
+	case kindEphemeral, kindUntracked:
+		if len(writes) > 1 && c.guard {
+			name := "EphemeralValue"
+			if c.kind == kindUntracked {
+				name = "UntrackedValue"
+			}
+			return nil, false, &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("At key '%s': %s(guard=True) can receive only one value per step. Use guard=False if you want to store any one of multiple values.", key, name)}
+		}
+		w := writes[len(writes)-1]
+		if c.kind == kindUntracked {
+			if v, ok := overwriteValue(w); ok {
+				w = v
+			}
+			return w, false, nil
+		}
+		return []any{w}, false, nil
+	case kindAny:
+		return []any{writes[len(writes)-1]}, false, nil
+	case kindBarrier:
+		seen, _ := old.([]any)
+		out := seen[:len(seen):len(seen)]
+		for _, w := range writes {
+			name, _ := w.(string)
+			if !slices.Contains(c.names, name) {
+				return nil, false, &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("At key '%s': Value %s not in %v", key, mustJSON(w), c.names)}
+			}
+			if !slices.Contains(out, any(name)) {
+				out = append(out, name)
+			}
+		}
+		slices.SortFunc(out, func(a, b any) int { return cmpString(a, b) })
+		return out, false, nil
 	default:
 		v := old
 		err := eachWrite(writes, func(w any, overwrite bool) error {
@@ -218,6 +366,10 @@ func eachWrite(writes []any, fn func(w any, overwrite bool) error) error {
 func safeReduce(fn func(old, new any) any, old, w any) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if ne, ok := r.(*NodeError); ok {
+				err = ne
+				return
+			}
 			err = fmt.Errorf("reducer panicked: %v", r)
 		}
 	}()
@@ -252,4 +404,47 @@ func normalizeOrSelf(v any) any {
 		return n
 	}
 	return v
+}
+
+func cmpString(a, b any) int {
+	x, _ := a.(string)
+	y, _ := b.(string)
+	return strings.Compare(x, y)
+}
+
+// clearsOnStep reports whether the channel empties in a step that does not
+// write it (LangGraph calls update with no values on every available
+// channel not written in a step: EphemeralValue, AnyValue and a Topic
+// without accumulate then empty).
+func (c *Channel) clearsOnStep() bool {
+	return c.kind == kindEphemeral || c.kind == kindAny || (c.kind == kindTopic && !c.accumulate)
+}
+
+// read returns what the state shows of a stored value, and whether the key
+// is present (a channel's get, absent on EmptyChannelError). A channel that
+// can become empty again (Topic, EphemeralValue, AnyValue) stores a list,
+// empty when the channel is: what a checkpoint stores of an empty channel
+// must differ from any value, null included.
+func (c *Channel) read(v any) (any, bool) {
+	switch c.kind {
+	case kindEphemeral, kindAny:
+		l, _ := v.([]any)
+		if len(l) == 0 {
+			return nil, false
+		}
+		return l[0], true
+	case kindTopic:
+		l, _ := v.([]any)
+		if len(l) == 0 {
+			return nil, false
+		}
+		return l, true
+	case kindBarrier:
+		l, _ := v.([]any)
+		if len(l) != len(c.names) {
+			return nil, false
+		}
+		return nil, true
+	}
+	return v, true
 }

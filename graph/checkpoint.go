@@ -325,11 +325,16 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		CreatedAt: c.createdAt, Metadata: c.metadata, ChannelVersions: maps.Clone(c.versions),
 	}
 	for k, v := range c.versions {
+		ch := g.channels[k]
+		if ch != nil && ch.kind == kindUntracked {
+			// never checkpointed (UntrackedValue.checkpoint is MISSING)
+			delete(rec.ChannelVersions, k)
+			continue
+		}
 		p := t[k]
 		if p != nil && p.version == v {
 			continue
 		}
-		ch := g.channels[k]
 		val := c.values[k]
 		l, isList := val.([]any)
 		blob := graphserver.ChannelBlob{Channel: k, Version: v}

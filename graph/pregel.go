@@ -663,7 +663,9 @@ func (g *Compiled) view(cs *ckpt) State {
 	s := make(State, len(g.channels))
 	for k, c := range g.channels {
 		if v, ok := cs.values[k]; ok {
-			s[k] = v
+			if v, ok := c.read(v); ok {
+				s[k] = v
+			}
 		} else if c.hasDef {
 			s[k] = c.def
 		}
@@ -788,8 +790,15 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		if err != nil {
 			return nil, nil, &channelError{ch: k, err: err}
 		}
-		if present && c.kind != kindLastValue && jsonEqual(old, v) {
+		// Every write updates its channel, a reducer's that changes
+		// nothing too (BinaryOperatorAggregate.update returns True for any
+		// write): the channel gets a new version and the values stream a
+		// part. A barrier is updated by a name it had not seen.
+		if c.kind == kindBarrier && present && len(v.([]any)) == len(old.([]any)) {
 			continue
+		}
+		if _, avail := c.read(v); c.kind == kindTopic && !avail && !present {
+			continue // a Topic written an empty list stays empty
 		}
 		next.values[k] = v
 		next.versions[k] = nv
@@ -797,6 +806,28 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 			track.changed(k, appendOnly && present)
 		}
 		updated = append(updated, k)
+	}
+	if clear {
+		// a step notifies the channels it did not write: an EphemeralValue,
+		// an AnyValue and a Topic without accumulate empty (apply_writes
+		// calls update with no values on them)
+		for _, k := range g.chanNames {
+			if _, ok := byChan[k]; ok {
+				continue
+			}
+			c := g.channels[k]
+			if v, ok := next.values[k]; ok && c.clearsOnStep() {
+				if _, avail := c.read(v); !avail {
+					continue
+				}
+				next.values[k] = []any{}
+				next.versions[k] = nv
+				if track != nil {
+					track.changed(k, false)
+				}
+				updated = append(updated, k)
+			}
+		}
 	}
 	return next, updated, nil
 }
@@ -863,21 +894,6 @@ func maxVersion(c *ckpt) string {
 		}
 	}
 	return v
-}
-
-func jsonEqual(a, b any) bool {
-	if la, ok := a.([]any); ok {
-		lb, ok := b.([]any)
-		if !ok || len(la) != len(lb) {
-			return false
-		}
-		if len(la) > 0 && &la[0] == &lb[0] {
-			return true
-		}
-	}
-	ba, _ := json.Marshal(a)
-	bb, _ := json.Marshal(b)
-	return string(ba) == string(bb)
 }
 
 // runTasks runs the unfinished tasks of a step in parallel and records their

@@ -69,6 +69,7 @@ func (c *Compiled) RunState(ctx context.Context, req *graphserver.GraphRun, emit
 		// in memory).
 		saved := *f
 		saved.parentID = r.parent
+		saved.values = c.tracked(f.values)
 		st = c.snapshot(req.ThreadID, &saved, snapHead, nil)
 	}
 	return st, nil
@@ -121,6 +122,21 @@ func (c *Compiled) Invoke(ctx context.Context, input any, cfg *graphserver.Graph
 		return map[string]any{}, err
 	}
 	return c.output(c.view(cs)), nil
+}
+
+// tracked returns values without those of UntrackedValue channels, which
+// the thread's saved state does not hold.
+func (c *Compiled) tracked(values map[string]any) map[string]any {
+	out, cloned := values, false
+	for k, ch := range c.channels {
+		if _, ok := values[k]; ok && ch.kind == kindUntracked {
+			if !cloned {
+				out, cloned = maps.Clone(values), true
+			}
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // graphFor returns the (sub)graph that owns namespace ns.

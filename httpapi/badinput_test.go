@@ -31,6 +31,7 @@ var bodilessRoutes = []string{
 	"DELETE /threads/{thread_id}/runs/{run_id}",
 	"POST /threads/{thread_id}/runs/{run_id}/cancel",
 	"POST /threads/{thread_id}/copy",
+	"DELETE /runs/crons/{cron_id}",
 }
 
 // arrayBodyRoutes take a JSON array as their body.
@@ -85,6 +86,11 @@ var badFields = map[string][]string{
 	"POST /runs/wait":                            {`{"assistant_id":"echo","config":{"configurable":{"a":1}},"context":{"b":2}}`},
 	"POST /runs/batch":                           {`[]`, `[{"assistant_id":5}]`, `[{"assistant_id":"echo"},{"assistant_id":"nope"}]`},
 	"POST /runs/cancel":                          {`{}`, `{"status":"nope"}`, `{"thread_id":"x","run_ids":["y"]}`, `{"status":"pending","thread_id":"x"}`},
+	"POST /threads/{thread_id}/runs/crons":       {`{"assistant_id":"echo"}`, `{"schedule":"@daily"}`, `{"assistant_id":"echo","schedule":"nope"}`, `{"assistant_id":"echo","schedule":"61 * * * *"}`, `{"assistant_id":"echo","schedule":5}`, `{"assistant_id":"echo","schedule":"0 0 30 2 *"}`, `{"assistant_id":"echo","schedule":"@daily","timezone":"Mars/Base"}`, `{"assistant_id":"echo","schedule":"@daily","end_time":"tomorrow"}`, `{"assistant_id":"echo","schedule":"@daily","enabled":"x"}`, `{"assistant_id":"nope","schedule":"@daily"}`, `{"assistant_id":"echo","schedule":"@daily","multitask_strategy":"x"}`, `{"assistant_id":"echo","schedule":"@daily","webhook":"x"}`},
+	"POST /runs/crons":                           {`{"assistant_id":"echo"}`, `{"assistant_id":"echo","schedule":"* * *"}`, `{"assistant_id":"echo","schedule":"@daily","on_run_completed":"x"}`, `{"assistant_id":"echo","schedule":"@daily","timezone":"Local"}`, `{"assistant_id":"echo","schedule":"@daily","stream_mode":["nope"]}`, `{"assistant_id":"echo","schedule":"@daily","metadata":"x"}`},
+	"POST /runs/crons/search":                    {`{"limit":"x"}`, `{"limit":100000}`, `{"offset":-1}`, `{"sort_by":"nope"}`, `{"sort_order":"up"}`, `{"select":["nope"]}`, `{"thread_id":"x"}`, `{"enabled":"x"}`, `{"assistant_id":5}`, `{"metadata":"x"}`},
+	"POST /runs/crons/count":                     {`{"metadata":"x"}`, `{"thread_id":"x"}`, `{"assistant_id":5}`},
+	"PATCH /runs/crons/{cron_id}":                {`{"schedule":"nope"}`, `{"schedule":""}`, `{"timezone":"Mars/Base"}`, `{"end_time":"x"}`, `{"enabled":"x"}`, `{"metadata":5}`, `{"webhook":"x"}`, `{"stream_mode":["nope"]}`, `{"durability":"x"}`, `{"on_run_completed":"x"}`},
 	"PUT /store/items":                           {`{"namespace":"x","key":"k","value":{}}`, `{"namespace":["a"],"key":"","value":{}}`, `{"namespace":["a"],"key":"k","value":5}`, `{"namespace":["a.b"],"key":"k","value":{}}`, `{"namespace":["a"],"key":"k","value":{},"ttl":1e12}`, `{"namespace":["a"],"key":"k","value":{},"index":5}`},
 	"DELETE /store/items":                        {`{"namespace":5,"key":"k"}`, `{"namespace":["a"]}`},
 	"POST /store/items/search":                   {`{"namespace_prefix":"x"}`, `{"limit":"x"}`, `{"filter":5}`, `{"filter":{"a":{"$nope":1}}}`, `{"limit":-1}`},
@@ -101,6 +107,8 @@ var filterRoutes = map[string][]string{
 	"POST /threads/search":                     {"metadata", "values"},
 	"POST /threads/count":                      {"metadata", "values"},
 	"POST /threads/{thread_id}/history":        {"metadata"},
+	"POST /runs/crons/search":                  {"metadata"},
+	"POST /runs/crons/count":                   {"metadata"},
 	"POST /store/items/search":                 {"filter"},
 }
 
@@ -222,12 +230,17 @@ func TestBadInputEveryRoute(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, state.Checkpoint)
 	require.NoError(t, srv.PutItem(ctx, graphserver.ItemPut{Namespace: []string{"a"}, Key: "k", Value: graphserver.Object{"v": 1}}))
+	// A disabled stateless cron: it never fires during the test, and its
+	// on_run_completed can be patched (to a bad value).
+	cr, err := srv.CreateCron(ctx, "", graphserver.CronCreate{RunCreate: graphserver.RunCreate{AssistantID: "echo"}, Schedule: "@yearly", Enabled: ptr(false)})
+	require.NoError(t, err)
 	valid := map[string]string{
 		"assistant_id":  asst.AssistantID,
 		"thread_id":     th.ThreadID,
 		"run_id":        st.Run.RunID,
 		"checkpoint_id": *state.Checkpoint.CheckpointID,
 		"namespace":     "nope",
+		"cron_id":       cr.CronID,
 	}
 	// Let the run's end settle everywhere before the first snapshot.
 	require.Eventually(t, func() bool {
@@ -346,3 +359,5 @@ type senderNop struct{}
 func (senderNop) Send(context.Context, string, []byte, map[string]string) (int, error) {
 	return 200, nil
 }
+
+func ptr[T any](v T) *T { return &v }

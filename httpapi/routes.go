@@ -69,6 +69,14 @@ func (h *handler) routes() []route {
 		{"POST /runs/cancel", h.cancelRuns},
 		{"GET /runs/{run_id}/stream", h.joinRunStream},
 
+		// §2.9 Crons
+		{"POST /threads/{thread_id}/runs/crons", h.createThreadCron},
+		{"POST /runs/crons", h.createCron},
+		{"POST /runs/crons/search", h.searchCrons},
+		{"POST /runs/crons/count", h.countCrons},
+		{"PATCH /runs/crons/{cron_id}", h.updateCron},
+		{"DELETE /runs/crons/{cron_id}", h.deleteCron},
+
 		// §2.10 Store
 		{"PUT /store/items", h.putItem},
 		{"GET /store/items", h.getItem},

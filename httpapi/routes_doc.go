@@ -117,6 +117,17 @@ var routeDocs = map[string]opDoc{
 	"GET /threads/{thread_id}/stream/events": {summary: "Protocol v2 over a WebSocket (upgrade): commands as frames, subscription.subscribe for events",
 		description: "Send {id, method, params} text frames: subscription.subscribe {channels, namespaces?, depth?} answers {subscription_id} and sends the matching events (the latest run's from its start, then live) as frames; other commands run as POST /threads/{thread_id}/commands. Without an upgrade: 426."},
 
+	// §2.9 Crons
+	"POST /threads/{thread_id}/runs/crons": {summary: "Schedule runs on a thread (a cron)", body: graphserver.CronCreate{}, resp: graphserver.Cron{},
+		description: "schedule is a 5-field cron expression or a descriptor (@hourly, @daily, @every 1h30m, ...), read in timezone (IANA, default UTC). Each firing creates a run on the thread with the cron's multitask_strategy."},
+	"POST /runs/crons": {summary: "Schedule stateless runs (a cron)", body: graphserver.CronCreate{}, resp: graphserver.Cron{},
+		description: "Each firing creates a run on a new thread, deleted after the run unless on_run_completed is keep."},
+	"POST /runs/crons/search": {summary: "Search crons", body: graphserver.CronSearch{}, resp: []graphserver.Cron{}, paged: true},
+	"POST /runs/crons/count":  {summary: "Count crons", body: graphserver.CronSearch{}, resp: 0},
+	"PATCH /runs/crons/{cron_id}": {summary: "Update a cron", body: graphserver.CronPatch{}, resp: graphserver.Cron{},
+		description: "Omitted fields are unchanged; an explicit \"end_time\": null clears the end time; metadata is merged. Changing the schedule or time zone, or re-enabling, schedules the next firing from now."},
+	"DELETE /runs/crons/{cron_id}": {summary: "Delete a cron (the runs it created stay)", kind: respNoContent},
+
 	// §2.10 Store
 	"PUT /store/items": {summary: "Put an item", body: graphserver.ItemPut{}, kind: respNoContent},
 	"GET /store/items": {summary: "Get an item (null when missing)", resp: graphserver.Item{},
