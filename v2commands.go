@@ -30,18 +30,22 @@ var ThreadCommands = []string{CommandRunStart, CommandInputRespond, CommandState
 
 // Protocol-v2 error codes (the "error" of an error reply).
 const (
-	CodeInvalidArgument     = "invalid_argument"
-	CodeUnknownCommand      = "unknown_command"
-	CodeUnknownError        = "unknown_error"
-	CodeNoSuchRun           = "no_such_run"
-	CodeNoSuchSubscription  = "no_such_subscription"
-	CodeNoSuchInterrupt     = "no_such_interrupt"
-	CodeNoSuchCheckpoint    = "no_such_checkpoint"
-	CodePermissionDenied    = "permission_denied"
-	CodeNotSupported        = "not_supported"
-	maxInterruptIDBytes     = 512
-	maxRespondEntries       = 256
-	maxListCheckpointsLimit = 1000
+	CodeInvalidArgument    = "invalid_argument"
+	CodeUnknownCommand     = "unknown_command"
+	CodeUnknownError       = "unknown_error"
+	CodeNoSuchRun          = "no_such_run"
+	CodeNoSuchSubscription = "no_such_subscription"
+	CodeNoSuchInterrupt    = "no_such_interrupt"
+	CodeNoSuchCheckpoint   = "no_such_checkpoint"
+	CodePermissionDenied   = "permission_denied"
+	CodeNotSupported       = "not_supported"
+)
+
+// Bounds on command params.
+const (
+	maxInterruptIDBytes     = 512  // an interrupt or checkpoint id
+	maxRespondEntries       = 256  // responses of one input.respond
+	maxListCheckpointsLimit = 1000 // state.listCheckpoints limit
 )
 
 // ThreadCommand is one protocol-v2 command: {"id", "method", "params"}.
