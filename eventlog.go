@@ -37,6 +37,11 @@ type eventLog struct {
 	output   json.RawMessage
 	status   string    // final run status once done ("" for a rollback)
 	expires  time.Time // when the log may be dropped; zero while the run lives
+
+	// With an EventStorage: the position up to which events are stored,
+	// and the lock serializing the writes (eventWriter.flush).
+	stored  int
+	storeMu sync.Mutex
 }
 
 func newEventLog(runID, threadID string, resumable bool) *eventLog {
@@ -275,6 +280,10 @@ func (f *follower) stop() {
 func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		s := st.s
+		if s.rq.events != nil {
+			st.sharedEvents(ctx, yield)
+			return
+		}
 		defer s.subscribe()()
 		f := &follower{s: s, runID: st.Run.RunID, log: st.log}
 		defer f.stop()
@@ -523,11 +532,13 @@ func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
 // over the events logged so far, so event ids keep growing across attempts
 // (a reader resuming after an id of an earlier attempt misses nothing). A
 // log still held by a stale execution of an earlier attempt is released.
-func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
+// stored is the length of the run's log in storage (EventStorage; 0
+// without): when earlier attempts ran elsewhere, the log starts there.
+func (r *logRegistry) attach(runID, threadID string, resumable bool, stored int) *eventLog {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.logs[runID]
-	if old != nil && old.attach() {
+	if old != nil && stored == 0 && old.attach() {
 		return old
 	}
 	l := newEventLog(runID, threadID, resumable)
@@ -535,9 +546,12 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool) *eventLog {
 	l.attached = true
 	if old != nil {
 		old.mu.Lock()
-		l.events, l.base, l.size = slices.Clone(old.events), old.base, old.size
+		l.events, l.base, l.size, l.stored = slices.Clone(old.events), old.base, old.size, old.stored
 		old.mu.Unlock()
 		old.release(time.Now())
+	}
+	if stored > l.base+len(l.events) {
+		l.events, l.base, l.size, l.stored = nil, stored, 0, stored
 	}
 	r.logs[runID] = l
 	r.notify(runID)

@@ -73,7 +73,22 @@ func modeOf(event string) string {
 func (q *runQueue) execute(qr *QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
-	log := q.logs.attach(run.RunID, run.ThreadID, run.Kwargs.Resumable)
+	stored := 0
+	if q.events != nil && qr.Attempt > 1 { // a first attempt has stored nothing
+		n, err := q.events.st.CountRunEvents(s.lifetime, run.RunID)
+		if err != nil {
+			// The run keeps its lease, which the sweep recovers.
+			s.logger.Error("count stored run events", "run_id", run.RunID, "err", err)
+			return
+		}
+		stored = n
+	}
+	log := q.logs.attach(run.RunID, run.ThreadID, run.Kwargs.Resumable, stored)
+	if q.events != nil {
+		// Stores the events as they come, and the last ones (a failure's
+		// error event) after finish.
+		defer q.events.follow(s.lifetime, log)()
+	}
 	defer func() {
 		// A panic outside the graph (runSafely recovers the graph's) must
 		// not take the process down: the run keeps its lease, which the
@@ -420,6 +435,13 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	s := q.s
 	bg := context.WithoutCancel(ctx)
 	now := s.clock()
+	if q.events != nil {
+		// The events go to storage before the end: a stream elsewhere that
+		// sees the run ended has them all.
+		if err := q.events.flush(bg, log); err != nil {
+			s.logger.Warn("store run events", "run_id", run.RunID, "err", err)
+		}
+	}
 	if out.status == "" && !out.rollback {
 		// Released: the server is closing or another claim took the run over.
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed) {

@@ -53,8 +53,9 @@ type runQueue struct {
 	cancelGrace      time.Duration
 	defaultMultitask string
 
-	logs  logRegistry
-	hooks *webhooks
+	logs   logRegistry
+	hooks  *webhooks
+	events *eventWriter // nil unless the storage keeps event logs (EventStorage)
 
 	wake      chan struct{} // capacity 1: a run may be claimable
 	drain     chan struct{} // closed when the server begins draining
@@ -93,6 +94,9 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		running:          map[string]context.CancelCauseFunc{},
 	}
 	q.slots = make(chan struct{}, q.workers)
+	if es, ok := opts.Storage.(EventStorage); ok {
+		q.events = &eventWriter{q: q, st: es}
+	}
 	q.hooks = newWebhooks(q, opts.Webhooks)
 	return q
 }
@@ -105,7 +109,11 @@ func (q *runQueue) tasks() []func(ctx context.Context) {
 	q.mu.Lock()
 	q.accepting = true
 	q.mu.Unlock()
-	return []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop, q.watchRuns}
+	tasks := []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop, q.watchRuns}
+	if n, ok := q.storage.(Notifier); ok {
+		tasks = append(tasks, func(ctx context.Context) { q.listen(ctx, n) })
+	}
+	return tasks
 }
 
 // beginDrain stops claiming new runs and webhooks.
@@ -261,7 +269,7 @@ func (q *runQueue) maintain(ctx context.Context) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	sweepEvery := max(q.lease/2, every)
-	var lastSweep time.Time
+	var lastSweep, lastPrune time.Time
 	for {
 		now := s.clock()
 		if now.Sub(lastSweep) >= sweepEvery {
@@ -274,6 +282,12 @@ func (q *runQueue) maintain(ctx context.Context) {
 		}
 		q.recover(ctx)
 		q.logs.prune(now)
+		if q.events != nil && now.Sub(lastPrune) >= sweepEvery {
+			lastPrune = now
+			if _, err := q.events.st.PruneRunEvents(ctx, now.Add(-q.resumableTTL)); err != nil && ctx.Err() == nil {
+				s.logger.Error("prune stored run events", "err", err)
+			}
+		}
 		select {
 		case <-tick.C:
 		case <-q.drain:

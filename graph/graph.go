@@ -382,6 +382,10 @@ type Compiled struct {
 	root       bool
 	before     []string
 	after      []string
+	// entry is the node of an Entrypoint graph: triggered by the input
+	// itself, which it receives as its task argument (LangGraph's
+	// entrypoint node subscribes to START)
+	entry string
 }
 
 var _ graphserver.Graph = (*Compiled)(nil)

@@ -38,6 +38,9 @@ type task struct {
 	resume     []any
 	runErr     error
 	bubble     bool // it sent a Command on to a parent graph, or was stopped by the run's end: nothing is saved for it
+
+	// call is set for a task call (Task.Call) made by another task of the step
+	call *callSpec
 }
 
 type write struct {
@@ -84,6 +87,11 @@ type runner struct {
 	// the checkpoint they are pending on
 	nullWrites []graphserver.PendingWrite
 	nullAt     string
+
+	// the task calls of the running step, and the pending writes its
+	// tasks may reuse
+	calls       *stepCalls
+	stepPending []graphserver.PendingWrite
 }
 
 type saveOp struct {
@@ -239,12 +247,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			return nil, r.exit(ctx, cs, nil, &RecursionError{Limit: limit})
 		}
 		tasks := r.g.prepare(cs, r.ns)
+		r.stepPending = cs.pending
 		if replay {
-			attachWrites(tasks, resumeWrites(cs.pending))
+			r.stepPending = resumeWrites(cs.pending)
 			replay = false
-		} else {
-			attachWrites(tasks, cs.pending)
 		}
+		attachWrites(tasks, r.stepPending)
 		// As LangGraph's tick: the current checkpoint (the input one, the
 		// one resumed from, or the last step's, after its values event) is
 		// emitted once its next tasks are known.
@@ -258,7 +266,13 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emitInterrupt(nil)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
-		if err := r.runTasks(ctx, cs, tasks, step); err != nil {
+		err := r.runTasks(ctx, cs, tasks, step)
+		calls, cerr := r.calls.wait()
+		// the calls' writes are saved with the step's (exit) but applied to
+		// no channel; their failures and interrupts reach the run through
+		// the tasks that called them
+		tasks = append(tasks, calls...)
+		if err = cmp.Or(err, cerr); err != nil {
 			return nil, r.exit(ctx, cs, tasks, err)
 		}
 		if err := context.Cause(ctx); err != nil {
@@ -267,6 +281,9 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		var intr []graphserver.Interrupt
 		interrupted := false
 		for _, t := range tasks {
+			if t.call != nil {
+				continue
+			}
 			if t.runErr != nil {
 				return nil, r.exit(ctx, cs, tasks, t.runErr)
 			}
@@ -581,7 +598,15 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 		t.push, t.arg = true, s.Arg
 		tasks = append(tasks, t)
 	}
-	if cs.hasStart && vcmp(cs.triggers[Start], cs.seen[Start][Start]) > 0 {
+	switch {
+	case g.entry != "":
+		// an entrypoint's node runs on the input itself
+		if cs.hasStart && vcmp(cs.triggers[Start], cs.seen[g.entry][Start]) > 0 {
+			t := mk(g.entry, []any{"__pregel_pull", g.entry}, "__pregel_pull/"+g.entry, []string{Start})
+			t.arg = cs.start
+			tasks = append(tasks, t)
+		}
+	case cs.hasStart && vcmp(cs.triggers[Start], cs.seen[Start][Start]) > 0:
 		tasks = append(tasks, mk(Start, []any{"__pregel_pull", Start}, "__pregel_pull/"+Start, []string{Start}))
 	}
 	for _, n := range g.order {
@@ -906,6 +931,7 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var perr error
+	r.calls = newStepCalls(ctx, r.stepPending)
 	for _, t := range tasks {
 		if t.done {
 			continue
@@ -1054,7 +1080,7 @@ func stoppedBy(ctx context.Context, err error) bool {
 // attempt runs a task once (LangGraph's run_with_retry runs it again on a
 // retried failure, its writes cleared): the node, then its writes.
 func (r *runner) attempt(ctx context.Context, cs *ckpt, state, in State, t *task, step int) (any, error) {
-	tr := &taskRuntime{r: r, t: t, step: step, cs: cs}
+	tr := &taskRuntime{r: r, t: t, step: step, cs: cs, calls: r.calls}
 	ctx = context.WithValue(ctx, taskKey{}, tr)
 	t.writes, t.update = nil, nil
 	out, err := r.call(ctx, tr, in)
@@ -1294,6 +1320,9 @@ func gotoFromJSON(v any) any {
 func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 	if upd == nil {
 		return nil, nil, nil
+	}
+	if e, ok := upd.(entryResult); ok {
+		return entryWrites(e)
 	}
 	v, err := normalize(upd)
 	if err != nil {

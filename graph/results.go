@@ -16,7 +16,7 @@ const multiWrites = "$writes"
 func (g *Compiled) taskResult(writes []write) map[string]any {
 	res := map[string]any{}
 	for _, w := range writes {
-		if _, ok := g.channels[w.ch]; !ok {
+		if _, ok := g.channels[w.ch]; !ok && w.ch != chReturn {
 			continue
 		}
 		// As upstream: a channel whose value so far is null takes the next
@@ -54,6 +54,12 @@ func (g *Compiled) stateTaskResult(writes []write) any {
 // channel several times, or null when it wrote none; for a graph whose
 // state is one root value, the value written.
 func (g *Compiled) outputUpdates(writes []write) any {
+	for _, w := range writes {
+		if w.ch == chReturn {
+			// a task call: its result (LangGraph's RETURN write)
+			return w.v
+		}
+	}
 	var updated []any
 	if g.root {
 		for _, w := range writes {

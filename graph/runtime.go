@@ -134,7 +134,7 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 		return
 	}
 	var input any = state
-	if t.push {
+	if t.push || t.name == r.g.entry {
 		input = t.arg
 	}
 	payload := map[string]any{"id": t.id, "name": t.name, "input": input, "triggers": t.triggers}
@@ -347,6 +347,10 @@ type taskRuntime struct {
 	usedMap bool
 	// subgraphs counts the graphs invoked by this execution of the task
 	subgraphs int
+	// callIdx counts the task calls made by this execution of the task;
+	// calls are the step's
+	callIdx int
+	calls   *stepCalls
 }
 
 func taskFrom(ctx context.Context) *taskRuntime {

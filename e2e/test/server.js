@@ -62,8 +62,16 @@ async function startProgram(program, ...flags) {
     url,
     client,
     log: () => log,
+    // kill ends the server at once with SIGKILL, as a crash would: no
+    // shutdown, its runs keep their leases.
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((ok) => child.on("exit", ok));
+      child.kill("SIGKILL");
+      await exited;
+    },
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((ok) => child.on("exit", ok));
       child.kill("SIGTERM");
       await exited;

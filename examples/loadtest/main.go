@@ -61,6 +61,7 @@ type options struct {
 	js          string
 	jsName      string
 	inProcess   bool
+	processes   int
 	serve       bool
 	server      serveConfig
 }
@@ -79,7 +80,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.jsName, "js-name", "JS dev server", "name of the -js server in the table")
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run the graphserver in this process (no RSS figure; for tests)")
 	fs.BoolVar(&o.serve, "serve", false, "only serve (the process the load test starts): print the address, serve until stdin closes")
-	fs.StringVar(&o.server.db, "db", "", "SQLite file of the started server (default: a new temp file)")
+	fs.StringVar(&o.server.db, "db", "", "SQLite file of the started server (default: a new temp file), or a postgres:// URL")
+	fs.IntVar(&o.processes, "processes", 1, "server processes to start on the -db database (above 1, -db must be a postgres:// URL); requests go to each in turn")
 	fs.TextVar(&o.server.logLevel, "log-level", slog.LevelWarn, "log level of the started server (info logs every request, as the quickstart does)")
 	fs.StringVar(&o.server.cpu, "cpuprofile", "", "write a CPU profile of the started server to this file")
 	fs.StringVar(&o.server.mutex, "mutexprofile", "", "write a mutex profile of the started server to this file")

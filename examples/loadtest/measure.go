@@ -89,7 +89,7 @@ func measure(ctx context.Context, t *target, clients, n int, req func(context.Co
 	lat := make([][]time.Duration, clients)
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
-	cpu0 := cpuTime(t.pid)
+	cpu0 := cpuTimes(t.pids())
 	start := time.Now()
 	for c := range clients {
 		wg.Go(func() {
@@ -106,7 +106,7 @@ func measure(ctx context.Context, t *target, clients, n int, req func(context.Co
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := cpuTime(t.pid) - cpu0
+	cpu := cpuTimes(t.pids()) - cpu0
 	var all []time.Duration
 	for c := range clients {
 		if errs[c] != nil {
@@ -292,6 +292,15 @@ const clockTicks = 100
 
 // cpuTime is the CPU time (user + system) process pid used so far (Linux),
 // 0 if unknown.
+// cpuTimes is the CPU time of processes pids together.
+func cpuTimes(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		sum += cpuTime(pid)
+	}
+	return sum
+}
+
 func cpuTime(pid int) time.Duration {
 	if pid == 0 {
 		return 0

@@ -13,18 +13,20 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
 // serveConfig is how the measured server is set up.
 type serveConfig struct {
-	db       string     // SQLite file; "" = a new temp file, removed at exit
+	db       string     // SQLite file ("" = a new temp file, removed at exit) or postgres:// URL
 	logLevel slog.Level // the quickstart logs requests at info, the reference server at warn
 	cpu      string     // profile files ("" = none)
 	mutex    string
@@ -69,7 +71,14 @@ func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err er
 	}
 	defer func() { err = errors.Join(err, stopProfiles()) }()
 
-	if c.db == "" {
+	var db storage
+	if isPostgres(c.db) {
+		pg, err := postgres.Open(ctx, c.db)
+		if err != nil {
+			return err
+		}
+		db = pg
+	} else if c.db == "" {
 		dir, err := os.MkdirTemp("", "gs-loadtest-")
 		if err != nil {
 			return err
@@ -77,9 +86,12 @@ func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err er
 		defer os.RemoveAll(dir)
 		c.db = filepath.Join(dir, "graphserver.db")
 	}
-	db, err := sqlite.OpenWith(c.db, sqlite.OpenOptions{Exclusive: true}) // as the quickstart does
-	if err != nil {
-		return err
+	if db == nil {
+		lite, err := sqlite.OpenWith(c.db, sqlite.OpenOptions{Exclusive: true}) // as the quickstart does
+		if err != nil {
+			return err
+		}
+		db = lite
 	}
 	defer db.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
@@ -177,4 +189,15 @@ func (g *groupStats) report(w io.Writer) {
 	if c := g.commits.Load(); c > 0 {
 		fmt.Fprintf(w, "loadtest server: %d grouped writes in %d commits (%.1f per commit)\n", g.writes.Load(), c, float64(g.writes.Load())/float64(c))
 	}
+}
+
+// storage is a graphserver.Storage the server closes.
+type storage interface {
+	graphserver.Storage
+	Close() error
+}
+
+// isPostgres reports whether -db names a PostgreSQL database.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }

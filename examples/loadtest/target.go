@@ -19,10 +19,16 @@ import (
 
 // target is one server under test.
 type target struct {
-	name   string
-	base   string // http://host:port
-	pid    int    // the server's process, for its RSS and CPU time; 0 = unknown
-	port   int    // of an external server, whose pid is looked up once it answers
+	name string
+	base string // http://host:port
+	pid  int    // the server's process, for its RSS and CPU time; 0 = unknown
+
+	// more are the other processes of a server started with -processes:
+	// requests go to base and these in turn, as a round-robin load
+	// balancer would send them, and their CPU times add up.
+	more   []process
+	next   atomic.Uint64
+	port   int // of an external server, whose pid is looked up once it answers
 	client *http.Client
 	stop   func() error
 
@@ -46,6 +52,34 @@ func externalTarget(name, base string, clients int) (*target, error) {
 	t := newTarget(name, base, clients)
 	t.port, _ = strconv.Atoi(u.Port())
 	return t, nil
+}
+
+// process is one server process of a target.
+type process struct {
+	base string
+	pid  int
+}
+
+// baseURL returns the base URL of the next request: base, or with
+// -processes each process in turn.
+func (t *target) baseURL() string {
+	if len(t.more) == 0 {
+		return t.base
+	}
+	i := int(t.next.Add(1) % uint64(len(t.more)+1))
+	if i == 0 {
+		return t.base
+	}
+	return t.more[i-1].base
+}
+
+// pids returns the target's processes.
+func (t *target) pids() []int {
+	out := []int{t.pid}
+	for _, p := range t.more {
+		out = append(out, p.pid)
+	}
+	return out
 }
 
 // startTarget starts the graphserver to measure: this program with -serve
@@ -74,6 +108,39 @@ func startTarget(ctx context.Context, o *options, stderr io.Writer) (*target, er
 		t.stop = func() error { cancel(); return <-done }
 		return t, nil
 	}
+	if o.processes > 1 {
+		if !isPostgres(o.server.db) {
+			return nil, errors.New("-processes above 1 needs -db postgres://...: processes share a PostgreSQL database")
+		}
+		var ts []*target
+		for range o.processes {
+			t, err := startProcess(ctx, o, stderr)
+			if err != nil {
+				for _, t := range ts {
+					_ = t.stop()
+				}
+				return nil, err
+			}
+			ts = append(ts, t)
+		}
+		t := ts[0]
+		for _, o := range ts[1:] {
+			t.more = append(t.more, process{base: o.base, pid: o.pid})
+		}
+		t.stop = func() error {
+			var errs []error
+			for _, o := range ts {
+				errs = append(errs, o.stop())
+			}
+			return errors.Join(errs...)
+		}
+		return t, nil
+	}
+	return startProcess(ctx, o, stderr)
+}
+
+// startProcess starts one server process: this program with -serve.
+func startProcess(ctx context.Context, o *options, stderr io.Writer) (*target, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -195,7 +262,7 @@ func (t *target) do(ctx context.Context, method, path, body string) (*http.Respo
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, t.base+path, r)
+	req, err := http.NewRequestWithContext(ctx, method, t.baseURL()+path, r)
 	if err != nil {
 		return nil, err
 	}

@@ -28,12 +28,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graphserver/graphserver"
 	chatui "github.com/graphserver/graphserver/examples/chat-ui"
 	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -66,7 +68,7 @@ func parseFlags(args []string, stdout io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; -h prints below
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
-	fs.StringVar(&c.db, "db", "graphserver.db", "SQLite database file (created if missing)")
+	fs.StringVar(&c.db, "db", "graphserver.db", "SQLite database file (created if missing), or a postgres:// URL (several processes may serve one PostgreSQL database)")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second,
@@ -111,9 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := c.newLogger(stderr)
 
-	// The quickstart is the only process using its file: transactions then
-	// lock in memory instead of through system calls.
-	db, err := sqlite.OpenWith(c.db, sqlite.OpenOptions{Exclusive: true})
+	db, err := openStorage(ctx, c.db)
 	if err != nil {
 		return err
 	}
@@ -187,4 +187,21 @@ func shutdown(hs *http.Server, srv *graphserver.Server, serveErr <-chan error, s
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// storage is a graphserver.Storage the program closes.
+type storage interface {
+	graphserver.Storage
+	Close() error
+}
+
+// openStorage opens the database -db names: a postgres:// or
+// postgresql:// URL opens PostgreSQL, anything else is a SQLite file. The
+// quickstart is the only process using a SQLite file: its transactions then
+// lock in memory instead of through system calls.
+func openStorage(ctx context.Context, db string) (storage, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return postgres.Open(ctx, db)
+	}
+	return sqlite.OpenWith(db, sqlite.OpenOptions{Exclusive: true})
 }

@@ -29,11 +29,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -56,7 +58,8 @@ const shutdownTimeout = 10 * time.Second
 func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("reference", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
-	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit)")
+	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit), or a postgres:// URL")
+	lease := fs.Duration("lease", graphserver.LeaseDurationDefault, "run lease: how long a run of a process that died stays claimed before another process takes it over")
 	privateWebhooks := fs.Bool("allow-private-webhooks", false, "accept webhook URLs on private and loopback addresses (tests with a local receiver)")
 	configJSON := fs.String("config", cmp.Or(os.Getenv("LANGGRAPH_CONFIG"), defaultConfig),
 		`system assistants' config/context by graph id: {"<graph_id>": {"configurable": {...}} | {"context": {...}}}`)
@@ -76,7 +79,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		defer os.RemoveAll(dir)
 		*dbPath = filepath.Join(dir, "graphserver.db")
 	}
-	db, err := sqlite.Open(*dbPath)
+	db, err := openStorage(ctx, *dbPath)
 	if err != nil {
 		return err
 	}
@@ -87,10 +90,11 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return err
 	}
 	srv, err := graphserver.New(graphserver.Options{
-		Storage:      db,
-		Graphs:       graphs,
-		GraphConfigs: seeds,
-		Logger:       logger,
+		Storage:       db,
+		LeaseDuration: *lease,
+		Graphs:        graphs,
+		GraphConfigs:  seeds,
+		Logger:        logger,
 		Webhooks: graphserver.WebhookOptions{
 			Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{AllowPrivate: *privateWebhooks}),
 			Policy: graphserver.WebhookPolicy{AllowPrivate: *privateWebhooks},
@@ -136,4 +140,20 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return err
 	}
 	return nil
+}
+
+// storage is a graphserver.Storage the program closes.
+type storage interface {
+	graphserver.Storage
+	Close() error
+}
+
+// openStorage opens the database -db names: a postgres:// or
+// postgresql:// URL opens PostgreSQL (several processes may serve one
+// database), anything else is a SQLite file.
+func openStorage(ctx context.Context, db string) (storage, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return postgres.Open(ctx, db)
+	}
+	return sqlite.Open(db)
 }

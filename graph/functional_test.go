@@ -1,0 +1,418 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/graph"
+	"github.com/stretchr/testify/require"
+)
+
+// updatesOf returns the updates stream's chunks.
+func updatesOf(rec *recorder) []any { return rec.of("updates") }
+
+func resume(v string) *graphserver.Command {
+	return &graphserver.Command{Resume: json.RawMessage(v)}
+}
+
+// LangGraph's test_imp_task (tests/test_pregel_async.py): tasks called from
+// an entrypoint run in parallel and stream {task: result} as they finish,
+// the entrypoint's interrupt pauses the run, and the resumed entrypoint gets
+// the tasks' saved results without running them again.
+func TestEntrypointTaskResultsReusedOnResume(t *testing.T) {
+	t.Parallel()
+	for _, durability := range []string{"sync", "async", "exit"} {
+		t.Run(durability, func(t *testing.T) {
+			t.Parallel()
+			var mapperCalls atomic.Int32
+			mapper := graph.NewTask("mapper", func(ctx context.Context, in int) (string, error) {
+				mapperCalls.Add(1)
+				return strings.Repeat(fmt.Sprint(in), 2), nil
+			})
+			g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+				var futures []*graph.Future[string]
+				for _, n := range input.([]any) {
+					futures = append(futures, mapper.Call(ctx, int(n.(float64))))
+				}
+				var mapped []string
+				for _, f := range futures {
+					s, err := f.Result()
+					if err != nil {
+						return nil, err
+					}
+					mapped = append(mapped, s)
+				}
+				answer, err := graph.Interrupt(ctx, "question")
+				if err != nil {
+					return nil, err
+				}
+				var out []string
+				for _, m := range mapped {
+					out = append(out, m+answer.(string))
+				}
+				return out, nil
+			})
+			h := newHarness(t, g)
+			rec, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`[0, 1]`), StreamModes: []string{"updates"}, Durability: durability})
+			require.NoError(t, err)
+			ups := updatesOf(rec)
+			require.Len(t, ups, 3)
+			require.ElementsMatch(t, []any{map[string]any{"mapper": "00"}, map[string]any{"mapper": "11"}}, ups[:2])
+			intr := ups[2].(map[string]any)["__interrupt__"].([]any)
+			require.Len(t, intr, 1, "one interrupt, raised by the entrypoint")
+			require.Equal(t, "question", intr[0].(map[string]any)["value"])
+			require.Equal(t, int32(2), mapperCalls.Load())
+
+			st := h.state()
+			require.Equal(t, []string{"graph"}, st.Next)
+			require.Len(t, st.Interrupts, 1)
+
+			rec, err = h.run(graphserver.GraphRun{Command: resume(`"answer"`), StreamModes: []string{"updates", "values"}, Durability: durability})
+			require.NoError(t, err)
+			require.Equal(t, int32(2), mapperCalls.Load(), "finished tasks are not run again")
+			require.Equal(t, []any{"00answer", "11answer"}, h.state().Values)
+			require.Equal(t, []any{map[string]any{"graph": []any{"00answer", "11answer"}}}, updatesOf(rec))
+			require.Empty(t, h.state().Next)
+		})
+	}
+}
+
+// LangGraph's entrypoint docstring example ("Using entrypoint.final to save
+// a value"): previous is the value saved by the thread's last run, and
+// Final returns one value while saving another.
+func TestEntrypointPreviousAndFinal(t *testing.T) {
+	t.Parallel()
+	g := graph.Entrypoint("my_workflow", func(ctx context.Context, input any) (any, error) {
+		previous, _ := graph.Previous(ctx).(float64)
+		return graph.Final{Value: previous, Save: 2 * input.(float64)}, nil
+	})
+	h := newHarness(t, g)
+	out, err := g.Invoke(context.Background(), 3, &graphserver.GraphRun{Checkpointer: h.cp, ThreadID: h.thread})
+	require.NoError(t, err)
+	require.Equal(t, 0.0, out, "previous was None")
+	out, err = g.Invoke(context.Background(), 1, &graphserver.GraphRun{Checkpointer: h.cp, ThreadID: h.thread})
+	require.NoError(t, err)
+	require.Equal(t, 6.0, out, "previous was 3 * 2 from the previous invocation")
+	require.Equal(t, 6.0, h.state().Values, "the thread's values are the value returned, not the one saved")
+
+	// without Final, previous is what the entrypoint returned (the
+	// docstring's accumulating my_workflow)
+	acc := graph.Entrypoint("acc", func(ctx context.Context, input any) (any, error) {
+		previous, _ := graph.Previous(ctx).(float64)
+		return previous + input.(float64), nil
+	})
+	h = newHarness(t, acc)
+	for _, c := range []struct{ in, want float64 }{{1, 1}, {2, 3}, {3, 6}} {
+		rec, err := h.run(graphserver.GraphRun{Input: json.RawMessage(fmt.Sprint(c.in)), StreamModes: []string{"values", "updates"}})
+		require.NoError(t, err)
+		require.Equal(t, []any{map[string]any{"acc": c.want}}, updatesOf(rec))
+		require.Equal(t, []any{c.want}, rec.of("values"), "values: the value returned, once")
+	}
+}
+
+// LangGraph's test_interrupt_task_functional: an interrupt inside a task
+// pauses the run (one __interrupt__, the entrypoint's); resumed, the task
+// that finished is not run again and the interrupted one gets the resume
+// value; the same task called twice interrupts twice.
+func TestEntrypointInterruptInsideTask(t *testing.T) {
+	t.Parallel()
+	var fooCalls atomic.Int32
+	foo := graph.NewTask("foo", func(ctx context.Context, s map[string]string) (map[string]string, error) {
+		fooCalls.Add(1)
+		return map[string]string{"a": s["a"] + "foo"}, nil
+	})
+	bar := graph.NewTask("bar", func(ctx context.Context, s map[string]string) (map[string]string, error) {
+		v, err := graph.Interrupt(ctx, "Provide value for bar:")
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"a": s["a"] + v.(string)}, nil
+	})
+	toMap := func(in any) map[string]string {
+		out := map[string]string{}
+		for k, v := range in.(map[string]any) {
+			out[k] = v.(string)
+		}
+		return out
+	}
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		f, err := foo.Call(ctx, toMap(input)).Result()
+		if err != nil {
+			return nil, err
+		}
+		return bar.Call(ctx, f).Result()
+	})
+	h := newHarness(t, g)
+	rec, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`{"a": ""}`), StreamModes: []string{"updates"}})
+	require.NoError(t, err)
+	ups := updatesOf(rec)
+	require.Len(t, ups, 2)
+	require.Equal(t, map[string]any{"foo": map[string]any{"a": "foo"}}, ups[0])
+	intr := ups[1].(map[string]any)["__interrupt__"].([]any)
+	require.Len(t, intr, 1, "the task's interrupt is emitted once, by its caller")
+	require.Equal(t, "Provide value for bar:", intr[0].(map[string]any)["value"])
+	st := h.state()
+	require.Nil(t, st.Values, "no value returned yet")
+	require.Len(t, st.Tasks, 1)
+	require.Equal(t, "graph", st.Tasks[0].Name)
+	require.Len(t, st.Interrupts, 1)
+	require.Equal(t, intr[0].(map[string]any)["id"], st.Interrupts[0].ID)
+
+	_, err = h.run(graphserver.GraphRun{Command: resume(`"bar"`)})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": "foobar"}, h.state().Values)
+	require.Equal(t, int32(1), fooCalls.Load())
+
+	// the same task interrupted twice, resumed by id
+	twice := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		f, err := foo.Call(ctx, toMap(input)).Result()
+		if err != nil {
+			return nil, err
+		}
+		b, err := bar.Call(ctx, f).Result()
+		if err != nil {
+			return nil, err
+		}
+		return bar.Call(ctx, b).Result()
+	})
+	h = newHarness(t, twice)
+	h.input(`{"a": ""}`)
+	_, err = h.run(graphserver.GraphRun{Command: resume(`"bar"`)})
+	require.NoError(t, err)
+	st = h.state()
+	require.Len(t, st.Interrupts, 1)
+	_, err = h.run(graphserver.GraphRun{Command: resume(jsonOf(t, map[string]any{st.Interrupts[0].ID: "baz"}))})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": "foobarbaz"}, h.state().Values)
+	require.Equal(t, int32(2), fooCalls.Load(), "one foo per thread")
+}
+
+// LangGraph's test_multiple_interrupts_functional: an entrypoint that
+// interrupts after each task call runs each task once over four runs.
+func TestEntrypointMultipleInterrupts(t *testing.T) {
+	t.Parallel()
+	var counter atomic.Int32
+	double := graph.NewTask("double", func(ctx context.Context, x int) (int, error) {
+		counter.Add(1)
+		return 2 * x, nil
+	})
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		var values []any
+		for _, idx := range []int{1, 2, 3} {
+			d, err := double.Call(ctx, idx).Result()
+			if err != nil {
+				return nil, err
+			}
+			a, err := graph.Interrupt(ctx, map[string]any{"a": "boo"})
+			if err != nil {
+				return nil, err
+			}
+			values = append(values, d, a)
+		}
+		return map[string]any{"values": values}, nil
+	})
+	h := newHarness(t, g)
+	h.input(`{}`)
+	for _, r := range []string{`"a"`, `"b"`, `"c"`} {
+		_, err := h.run(graphserver.GraphRun{Command: resume(r)})
+		require.NoError(t, err)
+	}
+	require.Equal(t, map[string]any{"values": []any{2.0, "a", 4.0, "b", 6.0, "c"}}, h.state().Values)
+	require.Equal(t, int32(3), counter.Load())
+}
+
+// LangGraph's test_imp_sync_from_async / test_imp_stream_order: tasks
+// chained through their results stream their updates in order, then the
+// entrypoint's.
+func TestEntrypointStreamOrder(t *testing.T) {
+	t.Parallel()
+	type ab = map[string]any
+	foo := graph.NewTask("foo", func(ctx context.Context, s ab) (ab, error) {
+		return ab{"a": s["a"].(string) + "foo", "b": "bar"}, nil
+	})
+	bar := graph.NewTask("bar", func(ctx context.Context, s ab) (ab, error) {
+		return ab{"a": s["a"].(string) + s["b"].(string), "c": "bark"}, nil
+	})
+	baz := graph.NewTask("baz", func(ctx context.Context, s ab) (ab, error) {
+		return ab{"a": s["a"].(string) + "baz", "c": "something else"}, nil
+	})
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		f, err := foo.Call(ctx, input.(map[string]any)).Result()
+		if err != nil {
+			return nil, err
+		}
+		b, err := bar.Call(ctx, f).Result()
+		if err != nil {
+			return nil, err
+		}
+		return baz.Call(ctx, b).Result()
+	})
+	rec := newHarness(t, g).input(`{"a": "0"}`, "updates")
+	require.Equal(t, []any{
+		ab{"foo": ab{"a": "0foo", "b": "bar"}},
+		ab{"bar": ab{"a": "0foobar", "c": "bark"}},
+		ab{"baz": ab{"a": "0foobarbaz", "c": "something else"}},
+		ab{"graph": ab{"a": "0foobarbaz", "c": "something else"}},
+	}, updatesOf(rec))
+}
+
+// LangGraph's test_imp_nested: a task calling a task, and an entrypoint
+// invoking a compiled graph after its interrupt.
+func TestEntrypointNestedTasksAndSubgraph(t *testing.T) {
+	t.Parallel()
+	addA := graph.Func("mynode", func(ctx context.Context, in any) (any, error) {
+		var out []any
+		for _, s := range in.([]any) {
+			out = append(out, s.(string)+"a")
+		}
+		return out, nil
+	})
+	submapper := graph.NewTask("submapper", func(ctx context.Context, in int) (string, error) { return fmt.Sprint(in), nil })
+	mapper := graph.NewTask("mapper", func(ctx context.Context, in int) (string, error) {
+		s, err := submapper.Call(ctx, in).Result()
+		return s + s, err
+	})
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		var futures []*graph.Future[string]
+		for _, n := range input.([]any) {
+			futures = append(futures, mapper.Call(ctx, int(n.(float64))))
+		}
+		answer, err := graph.Interrupt(ctx, "question")
+		if err != nil {
+			return nil, err
+		}
+		var final []string
+		for _, f := range futures {
+			m, err := f.Result()
+			if err != nil {
+				return nil, err
+			}
+			final = append(final, m+answer.(string))
+		}
+		return addA.Invoke(ctx, final, nil)
+	})
+	h := newHarness(t, g)
+	rec := h.input(`[0, 1]`, "updates")
+	ups := updatesOf(rec)
+	require.Len(t, ups, 5)
+	require.ElementsMatch(t, []any{
+		map[string]any{"submapper": "0"}, map[string]any{"mapper": "00"},
+		map[string]any{"submapper": "1"}, map[string]any{"mapper": "11"},
+	}, ups[:4])
+	require.Contains(t, ups[4], "__interrupt__")
+	_, err := h.run(graphserver.GraphRun{Command: resume(`"answer"`)})
+	require.NoError(t, err)
+	require.Equal(t, []any{"00answera", "11answera"}, h.state().Values)
+}
+
+// A failed run keeps the results of the tasks that finished: run again,
+// the entrypoint gets them back and only the failed task runs again
+// (LangGraph's loop matches a call to the writes saved for it, skipping
+// ERROR writes, so a failed call runs again).
+func TestEntrypointFailedTaskRerunsAlone(t *testing.T) {
+	t.Parallel()
+	var okCalls, badCalls atomic.Int32
+	var fail atomic.Bool
+	fail.Store(true)
+	ok := graph.NewTask("ok", func(ctx context.Context, in string) (string, error) {
+		okCalls.Add(1)
+		return in + "!", nil
+	})
+	bad := graph.NewTask("bad", func(ctx context.Context, in string) (string, error) {
+		badCalls.Add(1)
+		if fail.Load() {
+			return "", &graph.NodeError{Name: "CustomError", Message: "Boo!"}
+		}
+		return in + "?", nil
+	})
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		fo, fb := ok.Call(ctx, input.(string)), bad.Call(ctx, input.(string))
+		a, err := fo.Result()
+		if err != nil {
+			return nil, err
+		}
+		b, err := fb.Result()
+		if err != nil {
+			return nil, err
+		}
+		return a + b, nil
+	})
+	h := newHarness(t, g)
+	_, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`"x"`)})
+	require.Error(t, err)
+	require.Equal(t, "CustomError", graphserver.ErrorName(err))
+	st := h.state()
+	require.Equal(t, []string{"graph"}, st.Next)
+	require.Equal(t, "CustomError('Boo!')", *st.Tasks[0].Error)
+
+	fail.Store(false)
+	_, err = h.run(graphserver.GraphRun{})
+	require.NoError(t, err)
+	require.Equal(t, "x!x?", h.state().Values)
+	require.Equal(t, int32(1), okCalls.Load(), "the finished task is not run again")
+	require.Equal(t, int32(2), badCalls.Load())
+}
+
+// A task's retry policy retries it inside the step (LangGraph's @task
+// retry_policy); a task is callable from a StateGraph node too.
+func TestTaskRetryFromStateGraphNode(t *testing.T) {
+	t.Parallel()
+	var attempts atomic.Int32
+	flaky := graph.NewTask("flaky", func(ctx context.Context, n float64) (float64, error) {
+		if attempts.Add(1) < 3 {
+			return 0, errors.New("try again")
+		}
+		return n * 10, nil
+	}, graph.WithRetry(graph.RetryPolicy{InitialInterval: time.Millisecond, NoJitter: true, MaxAttempts: 3}))
+	sg := graph.New(graph.Channels{"n": graph.LastValue()})
+	sg.AddNode("node", func(ctx context.Context, s graph.State) (any, error) {
+		v, err := flaky.Call(ctx, s.Number("n")).Result()
+		return graph.Update{"n": v}, err
+	})
+	sg.AddEdge(graph.Start, "node").AddEdge("node", graph.End)
+	h := newHarness(t, compile(t, sg, graph.CompileOptions{}))
+	rec := h.input(`{"n": 4}`, "updates", "tasks")
+	require.Equal(t, map[string]any{"n": 40.0}, h.state().Values)
+	require.Equal(t, int32(3), attempts.Load())
+	require.Equal(t, []any{map[string]any{"flaky": 40.0}, map[string]any{"node": map[string]any{"n": 40.0}}}, updatesOf(rec))
+	var names []any
+	for _, ev := range rec.of("tasks") {
+		names = append(names, ev.(map[string]any)["name"])
+	}
+	require.Equal(t, []any{"node", "flaky", "flaky", "node"}, names, "a call's task start and result, inside its caller's")
+}
+
+// Outside a run, a task call runs the function at once.
+func TestTaskCallOutsideRun(t *testing.T) {
+	t.Parallel()
+	double := graph.NewTask("double", func(ctx context.Context, x int) (int, error) { return 2 * x, nil })
+	v, err := double.Call(context.Background(), 21).Result()
+	require.NoError(t, err)
+	require.Equal(t, 42, v)
+}
+
+// An entrypoint thread's history is LangGraph's: the input checkpoint
+// (step -1) schedules the entrypoint, which runs in step 0; its values are
+// the returned value, null before the first return.
+func TestEntrypointHistory(t *testing.T) {
+	t.Parallel()
+	g := graph.Entrypoint("echo", func(ctx context.Context, input any) (any, error) { return input, nil })
+	h := newHarness(t, g)
+	h.input(`"hi"`)
+	hs := h.history()
+	require.Len(t, hs, 2)
+	require.Equal(t, "hi", hs[0].Values)
+	require.Equal(t, 0.0, hs[0].Metadata["step"])
+	require.Empty(t, hs[0].Next)
+	require.Nil(t, hs[1].Values)
+	require.Equal(t, -1.0, hs[1].Metadata["step"])
+	require.Equal(t, "input", hs[1].Metadata["source"])
+	require.Equal(t, []string{"echo"}, hs[1].Next)
+}

@@ -1,0 +1,454 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphserver/graphserver"
+)
+
+var _ graphserver.ItemStorage = (*DB)(nil)
+
+// itemRow is a row of store_items.
+type itemRow struct {
+	ID         int64     `db:"id"`
+	Namespace  string    `db:"namespace"`
+	Key        string    `db:"key"`
+	Value      string    `db:"value"`
+	CreatedAt  time.Time `db:"created_at"`
+	UpdatedAt  time.Time `db:"updated_at"`
+	TTLMinutes *float64  `db:"ttl_minutes"`
+}
+
+const itemColumns = `i.id, i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes`
+
+// item converts a row into a SearchItem (Score nil).
+func (r *itemRow) item() (graphserver.SearchItem, error) {
+	value, err := unmarshalObject(r.Value)
+	if err != nil {
+		return graphserver.SearchItem{}, err
+	}
+	return graphserver.SearchItem{Item: graphserver.Item{
+		Namespace: strings.Split(r.Namespace, "."),
+		Key:       r.Key,
+		Value:     value,
+		CreatedAt: utc(r.CreatedAt),
+		UpdatedAt: utc(r.UpdatedAt),
+	}}, nil
+}
+
+// ttlExpiry returns the expiry of an item with a TTL of minutes, counted
+// from t.
+func ttlExpiry(t time.Time, minutes float64) time.Time {
+	return t.Add(time.Duration(minutes * float64(time.Minute)))
+}
+
+// PutItem implements graphserver.ItemStorage. The item's row is locked
+// while it is replaced, so concurrent puts of one item get increasing
+// updated_at times.
+func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
+	value, err := marshalObject(w.Value)
+	if err != nil {
+		return err
+	}
+	now := w.Now.UTC().Truncate(time.Millisecond)
+	var ttl *float64
+	var expires *time.Time
+	if w.TTL > 0 {
+		m := w.TTL.Minutes()
+		e := ttlExpiry(now, m)
+		ttl, expires = &m, &e
+	}
+	ns := strings.Join(w.Namespace, ".")
+	var texts []string
+	for _, e := range w.Index {
+		texts = append(texts, e.Text)
+	}
+	var text *string
+	if len(texts) > 0 {
+		t := strings.Join(texts, "\n")
+		text = &t
+	}
+	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		type prevRow struct {
+			ID        int64      `db:"id"`
+			CreatedAt time.Time  `db:"created_at"`
+			UpdatedAt time.Time  `db:"updated_at"`
+			ExpiresAt *time.Time `db:"expires_at"`
+		}
+		// Insert, or lock the existing row.
+		id, err := scalar[int64](ctx, tx, `INSERT INTO store_items (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at, tsv)
+			VALUES (?, ?, ?, ?, ?, ?, ?, to_tsvector('simple', ?::text)) ON CONFLICT (namespace, key) DO NOTHING RETURNING id`,
+			ns, w.Key, value, now, now, ttl, expires, text)
+		if err == nil {
+			return insertVectors(ctx, tx, id, w.Index)
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("insert store item: %w", err)
+		}
+		prev, err := getRow[prevRow](ctx, tx, `SELECT id, created_at, updated_at, expires_at FROM store_items
+			WHERE namespace = ? AND key = ? FOR UPDATE`, ns, w.Key)
+		if err != nil {
+			return fmt.Errorf("read store item: %w", err)
+		}
+		created, updated := prev.CreatedAt, now
+		if prev.ExpiresAt != nil && !prev.ExpiresAt.After(now) {
+			created = now // the old item has expired: this is a new one
+		} else if !updated.After(prev.UpdatedAt) {
+			updated = prev.UpdatedAt.Add(time.Millisecond)
+		}
+		if _, err := exec(ctx, tx, `UPDATE store_items SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?,
+			tsv = to_tsvector('simple', ?::text) WHERE id = ?`, value, created, updated, ttl, expires, text, prev.ID); err != nil {
+			return fmt.Errorf("update store item: %w", err)
+		}
+		if _, err := exec(ctx, tx, `DELETE FROM store_vectors WHERE item_id = ?`, prev.ID); err != nil {
+			return fmt.Errorf("delete store vectors: %w", err)
+		}
+		return insertVectors(ctx, tx, prev.ID, w.Index)
+	})
+}
+
+// insertVectors stores the embedded index entries of item id.
+func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []graphserver.ItemIndexEntry) error {
+	for i, e := range index {
+		if e.Vector == nil {
+			continue
+		}
+		if _, err := exec(ctx, tx, `INSERT INTO store_vectors (item_id, seq, path, dims, vector) VALUES (?, ?, ?, ?, ?)`,
+			id, i, e.Path, len(e.Vector), encodeVector(e.Vector)); err != nil {
+			return fmt.Errorf("insert store vector: %w", err)
+		}
+	}
+	return nil
+}
+
+// GetItem implements graphserver.ItemStorage.
+func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
+	r, err := getRow[itemRow](ctx, db.pool, `SELECT `+itemColumns+` FROM store_items AS i
+		WHERE i.namespace = ? AND i.key = ? AND (i.expires_at IS NULL OR i.expires_at > ?)`, strings.Join(namespace, "."), key, now)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if refresh && r.TTLMinutes != nil {
+		if err := db.refreshItems(ctx, []itemRow{r}, now); err != nil {
+			return nil, err
+		}
+	}
+	it, err := r.item()
+	if err != nil {
+		return nil, err
+	}
+	return &it.Item, nil
+}
+
+// refreshItems moves the expiry of the rows that have a TTL (and have not
+// expired meanwhile) to now + TTL.
+func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) error {
+	var ids []int64
+	for _, r := range rows {
+		if r.TTLMinutes != nil {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := exec(ctx, db.pool, `UPDATE store_items SET expires_at = $1::timestamptz + ttl_minutes * interval '1 minute'
+		WHERE id = ANY($2::bigint[]) AND ttl_minutes IS NOT NULL AND expires_at > $1`, now, ids)
+	if err != nil {
+		return translate(fmt.Errorf("refresh store item ttl: %w", err))
+	}
+	return nil
+}
+
+// DeleteItem implements graphserver.ItemStorage.
+func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
+	if _, err := exec(ctx, db.pool, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key); err != nil {
+		return translate(fmt.Errorf("delete store item: %w", err))
+	}
+	return nil
+}
+
+// DeleteExpiredItems implements graphserver.ItemStorage.
+func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
+	n, err := exec(ctx, db.pool, `DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?`, now)
+	if err != nil {
+		return 0, translate(fmt.Errorf("delete expired store items: %w", err))
+	}
+	return int(n), nil
+}
+
+// ListItemNamespaces implements graphserver.ItemStorage.
+func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error) {
+	var w where
+	itemPrefix(&w, prefix)
+	w.add("(i.expires_at IS NULL OR i.expires_at > ?)", now)
+	names, err := scalars[string](ctx, db.pool, `SELECT DISTINCT i.namespace FROM store_items AS i WHERE `+w.and(), w.args...)
+	if err != nil {
+		return nil, translate(fmt.Errorf("list store namespaces: %w", err))
+	}
+	out := make([][]string, len(names))
+	for i, n := range names {
+		out[i] = strings.Split(n, ".")
+	}
+	return out, nil
+}
+
+// itemPrefix restricts i.namespace to the namespaces starting with the
+// labels of p.
+func itemPrefix(w *where, p []string) {
+	if len(p) == 0 {
+		return
+	}
+	s := strings.Join(p, ".")
+	w.add("(i.namespace = ? OR (i.namespace >= ? AND i.namespace < ?))", s, s+".", s+"/")
+}
+
+// SearchItems implements graphserver.ItemStorage.
+func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
+	var w where
+	itemPrefix(&w, q.NamespacePrefix)
+	w.add("(i.expires_at IS NULL OR i.expires_at > ?)", q.Now)
+	for _, c := range q.Conditions {
+		if err := itemCondition(&w, c); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		rows   []itemRow
+		scores []*float64
+		err    error
+	)
+	switch {
+	case q.Vector != nil:
+		rows, scores, err = db.searchVector(ctx, q, &w)
+	case q.Query != "":
+		rows, scores, err = db.searchText(ctx, q, &w)
+	default:
+		rows, err = selectRows[itemRow](ctx, db.pool, `SELECT `+itemColumns+` FROM store_items AS i
+			WHERE `+w.and()+` ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(w.args, q.Limit, q.Offset)...)
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]graphserver.SearchItem, 0, len(rows))
+	for i := range rows {
+		it, err := rows[i].item()
+		if err != nil {
+			return nil, err
+		}
+		if scores != nil {
+			it.Score = scores[i]
+		}
+		out = append(out, it)
+	}
+	if q.RefreshTTL {
+		if err := db.refreshItems(ctx, rows, q.Now); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// searchText ranks the items matching w by ts_rank relevance to q.Query;
+// items whose text matches no query word are left out.
+func (db *DB) searchText(ctx context.Context, q *graphserver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
+	match := tsQuery(q.Query)
+	if match == "" {
+		return nil, nil, nil
+	}
+	type rankedRow struct {
+		itemRow
+		Rank float64 `db:"rank"`
+	}
+	got, err := selectRows[rankedRow](ctx, db.pool, `SELECT `+itemColumns+`, ts_rank(i.tsv, to_tsquery('simple', ?))::float8 AS rank
+		FROM store_items AS i WHERE i.tsv @@ to_tsquery('simple', ?) AND `+w.and()+`
+		ORDER BY rank DESC, i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`,
+		append(append([]any{match, match}, w.args...), q.Limit, q.Offset)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("full-text search store items: %w", err)
+	}
+	rows := make([]itemRow, len(got))
+	scores := make([]*float64, len(got))
+	for i, g := range got {
+		rows[i] = g.itemRow
+		r := max(g.Rank, 0)
+		s := r / (1 + r)
+		scores[i] = &s
+	}
+	return rows, scores, nil
+}
+
+// tsQuery turns free text into a tsquery matching any of its words, each
+// quoted so that no tsquery syntax gets through; "" when there is no word.
+func tsQuery(text string) string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	for i, w := range words {
+		words[i] = "'" + strings.ReplaceAll(w, "'", "''") + "'"
+	}
+	return strings.Join(words, " | ")
+}
+
+// searchVector ranks the items matching w by the best cosine similarity of
+// their vectors to q.Vector (ties: the most recently inserted item first),
+// computed here over every candidate vector, then pads with the items that
+// have no vector of that size (unscored, newest first).
+func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
+	dims := len(q.Vector)
+	type scored struct {
+		id    int64
+		score float64
+	}
+	var ranked []scored
+	var rows []itemRow
+	err := db.tx(ctx, func(tx pgx.Tx) error {
+		ranked, rows = nil, nil
+		cur, err := tx.Query(ctx, rebind(`SELECT v.item_id, v.vector
+			FROM store_vectors AS v JOIN store_items AS i ON i.id = v.item_id
+			WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`), append([]any{dims}, w.args...)...)
+		if err != nil {
+			return fmt.Errorf("read store vectors: %w", err)
+		}
+		for cur.Next() {
+			var id int64
+			var blob []byte
+			if err := cur.Scan(&id, &blob); err != nil {
+				cur.Close()
+				return fmt.Errorf("read store vectors: %w", err)
+			}
+			s := cosine(q.Vector, blob)
+			if n := len(ranked); n > 0 && ranked[n-1].id == id {
+				ranked[n-1].score = max(ranked[n-1].score, s)
+			} else {
+				ranked = append(ranked, scored{id, s})
+			}
+		}
+		cur.Close()
+		if err := cur.Err(); err != nil {
+			return fmt.Errorf("read store vectors: %w", err)
+		}
+		slices.SortStableFunc(ranked, func(a, b scored) int {
+			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.id, a.id))
+		})
+
+		// The page: scored items first, then unscored ones.
+		end := q.Offset + q.Limit
+		page := ranked[min(q.Offset, len(ranked)):min(end, len(ranked))]
+		if len(page) > 0 {
+			ids := make([]int64, len(page))
+			for i, p := range page {
+				ids[i] = p.id
+			}
+			got, err := selectRows[itemRow](ctx, tx, `SELECT `+itemColumns+` FROM store_items AS i WHERE i.id = ANY(?::bigint[])`, ids)
+			if err != nil {
+				return fmt.Errorf("read store items: %w", err)
+			}
+			byID := make(map[int64]itemRow, len(got))
+			for _, r := range got {
+				byID[r.ID] = r
+			}
+			for _, p := range page {
+				rows = append(rows, byID[p.id])
+			}
+		}
+		if end <= len(ranked) {
+			return nil
+		}
+		skip := max(q.Offset-len(ranked), 0)
+		take := end - max(q.Offset, len(ranked))
+		rest, err := selectRows[itemRow](ctx, tx, `SELECT `+itemColumns+` FROM store_items AS i
+			WHERE NOT EXISTS (SELECT 1 FROM store_vectors AS v WHERE v.item_id = i.id AND v.dims = ?) AND `+w.and()+`
+			ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(append([]any{dims}, w.args...), take, skip)...)
+		if err != nil {
+			return fmt.Errorf("read unindexed store items: %w", err)
+		}
+		rows = append(rows, rest...)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	scores := make([]*float64, len(rows))
+	for i := range rows {
+		if j := q.Offset + i; j < len(ranked) {
+			s := ranked[j].score
+			scores[i] = &s
+		}
+	}
+	return rows, scores, nil
+}
+
+// encodeVector renders a vector as little-endian float32s.
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// cosine returns the cosine similarity of q and the encoded vector b (of the
+// same size), 0 when either is zero.
+func cosine(q []float32, b []byte) float64 {
+	if len(b) != 4*len(q) {
+		return 0
+	}
+	var dot, nq, nb float64
+	for i, x := range q {
+		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		dot += float64(x) * y
+		nq += float64(x) * float64(x)
+		nb += y * y
+	}
+	if nq == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(nq*nb)
+}
+
+// itemCondition adds one filter condition on the top-level field c.Field of
+// the item value, with the semantics of graphserver.ItemCondition: jsonb
+// equality is typed and deep; the ordering operators compare numbers with
+// numbers and strings with strings (byte order).
+func itemCondition(w *where, c graphserver.ItemCondition) error {
+	field := "(i.value -> ?::text)"
+	switch c.Op {
+	case "$eq", "$ne":
+		b, err := json.Marshal(c.Value)
+		if err != nil {
+			return graphserver.Errorf(graphserver.EINVALID, "The filter value for %q cannot be encoded as JSON: %v.", c.Field, err)
+		}
+		if c.Op == "$eq" {
+			w.add(field+" = ?::jsonb", c.Field, string(b))
+		} else {
+			w.add(field+" IS DISTINCT FROM ?::jsonb", c.Field, string(b))
+		}
+	case "$gt", "$gte", "$lt", "$lte":
+		op := map[string]string{"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[c.Op]
+		switch v := c.Value.(type) {
+		case float64:
+			w.add("CASE WHEN jsonb_typeof("+field+") = 'number' THEN ("+field+")::numeric "+op+" ?::numeric ELSE false END",
+				c.Field, c.Field, v)
+		case string:
+			w.add("CASE WHEN jsonb_typeof("+field+") = 'string' THEN (i.value ->> ?::text) COLLATE \"C\" "+op+" ?::text ELSE false END",
+				c.Field, c.Field, v)
+		default:
+			return graphserver.Errorf(graphserver.EINVALID, "The filter operator %s on %q takes a number or a string.", c.Op, c.Field)
+		}
+	default:
+		return graphserver.Errorf(graphserver.EINVALID, "The filter operator %q on %q is not supported.", c.Op, c.Field)
+	}
+	return nil
+}

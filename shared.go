@@ -1,0 +1,255 @@
+package graphserver
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// EventStorage is an optional Storage capability, detected with a type
+// assertion: the event logs of runs kept in storage, shared by every
+// process on it. With it, the process executing a run stores its events as
+// they come (in order, before the run's end is recorded), and a stream of
+// the run opened on any process replays the stored log, then follows it
+// live: event ids keep growing across attempts, whichever process runs
+// each. Without it (the sqlite driver), a run's events live in the memory of
+// the process executing it, and other processes see only its status.
+type EventStorage interface {
+	// AppendRunEvents stores events of run runID; each event's ID is its
+	// position in the run's log ("0", "1", ...). An event already stored at
+	// a position is kept.
+	AppendRunEvents(ctx context.Context, runID string, events []StreamEvent) error
+	// RunEvents returns up to limit stored events of runID from position
+	// from on, in order.
+	RunEvents(ctx context.Context, runID string, from, limit int) ([]StreamEvent, error)
+	// CountRunEvents returns the length of the run's stored log: the
+	// position of its next event.
+	CountRunEvents(ctx context.Context, runID string) (int, error)
+	// PruneRunEvents deletes the logs of the runs that ended before
+	// endedBefore, and of runs that are gone, and returns how many events
+	// it deleted.
+	PruneRunEvents(ctx context.Context, endedBefore time.Time) (int, error)
+}
+
+// Notifier is an optional Storage capability, detected with a type
+// assertion: notifications between the processes sharing the storage, so
+// that they act at once on what another process did instead of at their
+// next poll (Options.PollInterval) or lease renewal. The driver sends them
+// itself, with the changes they announce (a run queued, ended or cancelled,
+// events stored); the Server of each process listens.
+type Notifier interface {
+	// Listen calls fn with each notification until ctx ends, then returns
+	// ctx's error. It calls fn from one goroutine at a time. When it may
+	// have missed notifications (its connection was lost and restored), it
+	// sends NotifyReset.
+	Listen(ctx context.Context, fn func(Notification)) error
+}
+
+// Notification is one message of a Notifier.
+type Notification struct {
+	Kind   string // NotifyRunQueued, NotifyRunEnded, NotifyRunCancel, NotifyRunEvents or NotifyReset
+	RunID  string
+	Action string // NotifyRunCancel: CancelInterrupt or CancelRollback
+}
+
+// Notification kinds.
+const (
+	NotifyRunQueued = "run_queued" // a run may be claimable: workers claim again
+	NotifyRunEnded  = "run_ended"  // the run ended: its streams, waits and joins look at storage
+	NotifyRunCancel = "run_cancel" // a cancellation was recorded for the running run: its worker stops it
+	NotifyRunEvents = "run_events" // events of the run were stored: its streams read them
+	NotifyReset     = "reset"      // notifications may have been missed: look at everything
+)
+
+// listenRetryDelay is how long the listener waits before listening again
+// after its Notifier failed.
+const listenRetryDelay = time.Second
+
+// listen acts on the Notifier's notifications until the server drains.
+func (q *runQueue) listen(ctx context.Context, n Notifier) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-q.drain:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		err := n.Listen(ctx, q.notified)
+		if ctx.Err() != nil {
+			return
+		}
+		q.s.logger.Warn("listen for notifications", "err", err)
+		t := time.NewTimer(listenRetryDelay)
+		select {
+		case <-t.C:
+			q.notified(Notification{Kind: NotifyReset})
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// notified acts on one notification.
+func (q *runQueue) notified(n Notification) {
+	switch n.Kind {
+	case NotifyRunQueued:
+		q.signal()
+	case NotifyRunCancel:
+		q.cancelLocal(n.RunID, n.Action)
+	case NotifyRunEnded:
+		q.logs.watches.wake(n.RunID)
+		q.signal() // the thread's next run may start
+	case NotifyRunEvents:
+		q.logs.watches.wake(n.RunID)
+	case NotifyReset:
+		q.signal()
+		for _, id := range q.logs.watches.ids() {
+			q.logs.watches.wake(id)
+		}
+	}
+}
+
+// eventWriter stores the events of the runs executing here in an
+// EventStorage.
+type eventWriter struct {
+	q  *runQueue
+	st EventStorage
+}
+
+// storeTimeout bounds one write of events.
+const storeTimeout = 10 * time.Second
+
+// flush stores the events of l not stored yet. Flushes of one log run one
+// at a time, in order.
+func (w *eventWriter) flush(ctx context.Context, l *eventLog) error {
+	l.storeMu.Lock()
+	defer l.storeMu.Unlock()
+	l.mu.Lock()
+	from := max(l.stored, l.base)
+	var evs []StreamEvent
+	if i := from - l.base; i < len(l.events) {
+		evs = append(evs, l.events[i:]...)
+	}
+	l.mu.Unlock()
+	if len(evs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := w.st.AppendRunEvents(ctx, l.runID, evs); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.stored = from + len(evs)
+	l.mu.Unlock()
+	w.q.logs.watches.wake(l.runID)
+	return nil
+}
+
+// follow stores l's events as they are appended, from a goroutine that
+// the returned stop ends (after a last flush); execute owns it.
+func (w *eventWriter) follow(ctx context.Context, l *eventLog) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			wake := l.state().wake
+			if err := w.flush(ctx, l); err != nil {
+				w.q.s.logger.Warn("store run events", "run_id", l.runID, "err", err)
+			}
+			select {
+			case <-wake:
+			case <-done:
+				return
+			}
+		}
+	})
+	return sync.OnceFunc(func() {
+		close(done)
+		wg.Wait()
+		if err := w.flush(ctx, l); err != nil {
+			w.q.s.logger.Warn("store run events", "run_id", l.runID, "err", err)
+		}
+	})
+}
+
+// storedEventsPage bounds the events a stream reads from storage at once.
+const storedEventsPage = 256
+
+// sharedEvents is Events when the storage keeps the event logs
+// (EventStorage): the stream reads the run's stored log, whichever process
+// executes the run, woken when events are stored here or notified from
+// elsewhere, and ends once the run has ended and its log is read to the
+// end.
+func (st *RunStream) sharedEvents(ctx context.Context, yield func(StreamEvent, error) bool) {
+	s := st.s
+	events := s.rq.events.st
+	defer s.subscribe()()
+	f := &follower{s: s, runID: st.Run.RunID}
+	defer f.stop()
+	pos := st.from
+	lastError := false // the last event read is an error event
+	ended := false
+	var errData []byte
+	for {
+		_, changed := f.current()
+		evs, err := events.RunEvents(ctx, st.Run.RunID, pos, storedEventsPage)
+		if err != nil {
+			if ctx.Err() != nil {
+				st.dropped(nil)
+				err = context.Cause(ctx)
+			}
+			yield(StreamEvent{}, err)
+			return
+		}
+		for _, ev := range evs {
+			if n, err := strconv.Atoi(ev.ID); err == nil {
+				pos = n + 1
+			} else {
+				pos++
+			}
+			lastError = ev.Event == "error"
+			if !st.pass(ev.Event) {
+				continue
+			}
+			if !yield(ev, nil) {
+				st.dropped(nil)
+				return
+			}
+		}
+		if len(evs) > 0 {
+			continue
+		}
+		if ended {
+			// The log is read to its end: the executor stores a run's
+			// events before its end, all but a failure's error event,
+			// which is told from the thread when not stored yet.
+			if errData != nil && !lastError {
+				yield(StreamEvent{Event: "error", Data: errData}, nil)
+			}
+			return
+		}
+		if ended, errData, err = s.runEnded(ctx, st.Run.ThreadID, st.Run.RunID); err != nil {
+			yield(StreamEvent{}, err)
+			return
+		} else if ended {
+			continue // read what was stored before the end
+		}
+		select {
+		case <-changed:
+		case <-f.poll():
+		case <-ctx.Done():
+			st.dropped(nil)
+			yield(StreamEvent{}, context.Cause(ctx))
+			return
+		case <-s.lifetime.Done():
+			yield(StreamEvent{}, ErrServerClosed)
+			return
+		}
+	}
+}
