@@ -115,6 +115,16 @@ func agentGraph() (*graph.Compiled, error) {
 	})
 	g.AddNode("ask_human", func(ctx context.Context, s graph.State) (any, error) {
 		progress(ctx, "ask_human", "start")
+		// The node takes a moment before it asks (as stream_message takes
+		// one per token): the SDKs end their projections when their
+		// lifecycle watcher, a connection of its own, sees the interrupt,
+		// and the progress event written just before must reach the
+		// client's other connection first.
+		select {
+		case <-time.After(tokenDelay):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 		answer, err := graph.Interrupt(ctx, "Are we good?")
 		if err != nil {
 			return nil, err
