@@ -537,6 +537,112 @@ func TestCronExactlyOnce(t *testing.T) {
 	}
 }
 
+// TestCronDowntimeRestart: the process stops, missing three hours of a
+// five-minute schedule, and a new one starts on the same database file; its
+// own scheduler fires the cron once, then follows the schedule from now (no
+// burst of catch-up runs). This reproduces langgraph_api's cron_scheduler:
+// it takes the crons whose next_run_date has passed, creates one run for
+// each, and sets next_run_date to next_cron_date(schedule, now, timezone).
+func TestCronDowntimeRestart(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock(clockAt(0, 0))
+	path := filepath.Join(t.TempDir(), "gs.db")
+
+	// The first process: a thread and a cron, then it stops.
+	db, err := sqlite.Open(path)
+	require.NoError(t, err)
+	first, err := graphserver.New(graphserver.Options{
+		Storage: db, Graphs: map[string]graphserver.Graph{"echo": graphtest.Echo{}}, Now: clock.Now, CronInterval: -1,
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, first.Start(ctx))
+	th, err := first.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	cr, err := first.CreateCron(ctx, th.ThreadID, echoCron("*/5 * * * *"))
+	require.NoError(t, err)
+	require.NoError(t, first.Close(ctx))
+	require.NoError(t, db.Close())
+
+	// Three hours later (36 missed firings) a second process starts, with
+	// its scheduler ticking every millisecond.
+	clock.Set(clockAt(3, 2))
+	db, err = sqlite.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	second, err := graphserver.New(graphserver.Options{
+		Storage: db, Graphs: map[string]graphserver.Graph{"echo": graphtest.Echo{}}, Now: clock.Now, CronInterval: time.Millisecond,
+	})
+	require.NoError(t, err)
+	require.NoError(t, second.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, second.Close(context.WithoutCancel(ctx))) })
+	require.Eventually(t, func() bool {
+		n := nextRun(t, second, cr.CronID)
+		return n != nil && n.Equal(clockAt(3, 5))
+	}, 10*time.Second, time.Millisecond, "the restarted scheduler fires the missed cron")
+	n, err := second.FireDueCrons(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing more is due before 03:05")
+	require.Len(t, threadRuns(t, second, th.ThreadID), 1, "one firing for the 36 missed")
+
+	clock.Set(clockAt(3, 5))
+	require.Eventually(t, func() bool {
+		n := nextRun(t, second, cr.CronID)
+		return n != nil && n.Equal(clockAt(3, 10))
+	}, 10*time.Second, time.Millisecond, "then the schedule goes on")
+	require.Len(t, threadRuns(t, second, th.ThreadID), 2)
+}
+
+// TestCronExactlyOnceSchedulers: two started Servers on one SQLite file
+// (two processes), each with its own scheduler ticking every millisecond,
+// so their ticks race for every firing: each firing of a thread cron and of
+// a stateless cron still creates exactly one run.
+func TestCronExactlyOnceSchedulers(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock(clockAt(0, 0))
+	path := filepath.Join(t.TempDir(), "gs.db")
+	open := func() *graphserver.Server {
+		db, err := sqlite.Open(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, db.Close()) })
+		srv, err := graphserver.New(graphserver.Options{
+			Storage: db, Graphs: map[string]graphserver.Graph{"echo": graphtest.Echo{}}, Now: clock.Now, CronInterval: time.Millisecond,
+		})
+		require.NoError(t, err)
+		require.NoError(t, srv.Start(t.Context()))
+		t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(t.Context()))) })
+		return srv
+	}
+	a, b := open(), open()
+	ctx := t.Context()
+	th, err := a.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	onThread, err := a.CreateCron(ctx, th.ThreadID, echoCron("* * * * *"))
+	require.NoError(t, err)
+	stateless := echoCron("* * * * *")
+	stateless.Metadata = graphserver.Metadata{"cron": "sched-once"}
+	stateless.OnRunCompleted = graphserver.OnCompletionKeep
+	sl, err := b.CreateCron(ctx, "", stateless)
+	require.NoError(t, err)
+
+	const minutes = 3
+	for m := 1; m <= minutes; m++ {
+		clock.Set(clockAt(0, m))
+		want := clockAt(0, m+1)
+		require.Eventually(t, func() bool {
+			x, y := nextRun(t, b, onThread.CronID), nextRun(t, a, sl.CronID)
+			return x != nil && y != nil && x.Equal(want) && y.Equal(want)
+		}, 10*time.Second, time.Millisecond, "minute %d fired", m)
+		// The run is created in the transaction that claims the firing: it
+		// is there as soon as next_run_date moved.
+		runs, err := b.ListRuns(ctx, th.ThreadID, graphserver.RunSearch{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, runs, m, "minute %d: one run of the thread cron per firing", m)
+		require.Equal(t, m, countMarked(t, a, "sched-once"), "minute %d: one thread of the stateless cron per firing", m)
+	}
+	require.Len(t, threadRuns(t, a, th.ThreadID), minutes)
+}
+
 // TestCronScheduler: a started Server fires due crons by itself, every
 // CronInterval; Close stops the scheduler, and FireDueCrons is refused
 // after it.

@@ -107,6 +107,12 @@ them; any other error reads as EINTERNAL with the message "Internal error.".
 Input is validated before the first write, so a rejected call changes
 nothing.
 
+A run that fails is not an error of the call that created it: WaitRun and
+JoinRun return a *RunFailedError (read it with errors.As) naming the run's
+error and message, while httpapi answers /wait and /join with 200
+{"__error__": {"error": name, "message": message}}, as the LangGraph server
+does.
+
 # Lifecycle
 
 New validates its Options and does no I/O: CRUD methods work at once. Start

@@ -401,9 +401,10 @@ func (st *RunStream) dropped(log *eventLog) {
 	}
 }
 
-// Wait blocks until the run ends and returns its final output (§2.8 of the
-// wire contract): the last values, the interrupt chunk, or
-// {"__error__": {...}}. A run this process does not execute is awaited
+// Wait blocks until the run ends and returns its final output as the HTTP
+// API answers it: the last values, the interrupt chunk, or
+// {"__error__": {...}} with a nil error for a failed run (WaitRun and
+// JoinRun return a *RunFailedError instead). A run this process does not execute is awaited
 // through storage. When ctx ends first it returns ctx's cause, after
 // cancelling the run if the stream was opened with on_disconnect cancel.
 func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {

@@ -138,6 +138,7 @@ func (q *runQueue) renewLease(ctx context.Context, runID, token string, cancel c
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-q.recheckWait():
 		}
 		action, err := q.storage.RenewRunLease(ctx, runID, token, q.s.clock().Add(q.lease))
 		switch {

@@ -57,6 +57,9 @@ type runQueue struct {
 	hooks  *webhooks
 	events *eventWriter // nil unless the storage keeps event logs (EventStorage)
 
+	recheckMu sync.Mutex
+	recheck   chan struct{} // closed when runs executing here must renew at once (recheckRuns)
+
 	wake      chan struct{} // capacity 1: a run may be claimable
 	drain     chan struct{} // closed when the server begins draining
 	drainOnce sync.Once

@@ -496,15 +496,76 @@ func (s *Server) StreamRun(ctx context.Context, threadID string, rc RunCreate) (
 }
 
 // WaitRun creates a run (as CreateRun), blocks until it ends and returns its
-// final output (§2.8): the last values, the interrupt chunk, or
-// {"__error__": {"error", "message"}}. With rc.OnDisconnect cancel, ctx
-// ending first cancels the run.
+// final output: the last values, or the interrupt chunk
+// ({"__interrupt__": [...]}). When the run failed (status error or
+// timeout) it returns a *RunFailedError naming the run's error, together
+// with the output the HTTP API answers for it ({"__error__": {"error",
+// "message"}}). With rc.OnDisconnect cancel, ctx ending first cancels the
+// run.
 func (s *Server) WaitRun(ctx context.Context, threadID string, rc RunCreate) (json.RawMessage, error) {
 	st, err := s.StreamRun(ctx, threadID, rc)
 	if err != nil {
 		return nil, err
 	}
-	return st.Wait(ctx)
+	return st.waitFailed(ctx)
+}
+
+// RunFailedError is the error WaitRun and JoinRun return when the run they
+// waited for failed: its status is error or timeout. Name and Message are
+// the run's error as the API reports it in the thread's error and in the
+// {"__error__": {"error": Name, "message": Message}} output of /wait and
+// /join: the name of a graph error that names itself (an ErrorName method,
+// such as "ValueError" or "TimeoutError"), or "InternalError" with
+// "Internal error." for an error whose text is not shown. Use errors.As to
+// read it:
+//
+//	var failed *graphserver.RunFailedError
+//	if errors.As(err, &failed) { log.Print(failed.Name, failed.Message) }
+type RunFailedError struct {
+	RunID    string `json:"-"`
+	ThreadID string `json:"-"`
+	Name     string `json:"error"`
+	Message  string `json:"message"`
+}
+
+// Error returns "run <id> failed: <Name>: <Message>".
+func (e *RunFailedError) Error() string {
+	return "run " + e.RunID + " failed: " + e.Name + ": " + e.Message
+}
+
+// ErrorName returns Name, so that a graph node returning this error (a run
+// that waited for another one) reports the inner run's error name.
+func (e *RunFailedError) ErrorName() string { return e.Name }
+
+// waitFailed is Wait, returning a *RunFailedError with the output of a
+// failed run.
+func (st *RunStream) waitFailed(ctx context.Context) (json.RawMessage, error) {
+	out, err := st.Wait(ctx)
+	if err != nil {
+		return out, err
+	}
+	if e := outputFailure(out); e != nil {
+		e.RunID, e.ThreadID = st.Run.RunID, st.Run.ThreadID
+		return out, e
+	}
+	return out, nil
+}
+
+// outputFailure reads the {"__error__": {"error", "message"}} output of a
+// failed run (built by marshalOutput, so compact), or returns nil.
+func outputFailure(out json.RawMessage) *RunFailedError {
+	if !bytes.HasPrefix(out, []byte(`{"__error__":`)) {
+		return nil
+	}
+	var v map[string]json.RawMessage
+	if json.Unmarshal(out, &v) != nil || len(v) != 1 {
+		return nil
+	}
+	e := &RunFailedError{}
+	if json.Unmarshal(v["__error__"], e) != nil {
+		return nil
+	}
+	return e
 }
 
 // GetRun returns a run of a thread (threadID "" = any thread). ENOTFOUND
@@ -652,7 +713,8 @@ func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action str
 	return nil
 }
 
-// JoinRun blocks until the run ends and returns its final output (§2.8). For
+// JoinRun blocks until the run ends and returns its final output, as
+// WaitRun does (a *RunFailedError with the output when the run failed). For
 // a run that already ended it returns the thread's current values (or its
 // error). ENOTFOUND when the run does not exist.
 func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
@@ -660,7 +722,7 @@ func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	return st.Wait(ctx)
+	return st.waitFailed(ctx)
 }
 
 // JoinRunStream returns a stream of a run's events after opts.LastEventID

@@ -96,12 +96,72 @@ func TestWaitRun(t *testing.T) {
 		b := setupRuns(t, nil)
 		tid := b.thread(t)
 		out, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "fail", Input: json.RawMessage(`{"x":1}`)})
-		require.NoError(t, err)
+		var failed *graphserver.RunFailedError
+		require.ErrorAs(t, err, &failed)
+		require.Equal(t, "ValueError", failed.Name)
+		require.Equal(t, "boom", failed.Message)
+		require.Equal(t, tid, failed.ThreadID)
+		require.Equal(t, "ValueError", graphserver.ErrorName(err))
+		require.Equal(t, "run "+failed.RunID+" failed: ValueError: boom", err.Error())
+		// the output is still the one /wait answers over HTTP
 		require.JSONEq(t, `{"__error__":{"error":"ValueError","message":"boom"}}`, string(out))
 		th, err := b.srv.GetThread(b.ctx, tid)
 		require.NoError(t, err)
 		require.Equal(t, graphserver.ThreadError, th.Status)
 		require.JSONEq(t, `{"error":"ValueError","message":"boom"}`, string(th.Error))
+		runs, err := b.srv.ListRuns(b.ctx, tid, graphserver.RunSearch{})
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		require.Equal(t, runs[0].RunID, failed.RunID)
+		require.Equal(t, graphserver.RunError, runs[0].Status)
+
+		// joining the ended run reads the same failure back from storage
+		_, err = b.srv.JoinRun(b.ctx, tid, failed.RunID)
+		var joined *graphserver.RunFailedError
+		require.ErrorAs(t, err, &joined)
+		require.Equal(t, *failed, *joined)
+	})
+	t.Run("FailJoined", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, nil)
+		tid := b.thread(t)
+		run, err := b.srv.CreateRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "fail", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		_, err = b.srv.JoinRun(b.ctx, tid, run.RunID)
+		var failed *graphserver.RunFailedError
+		require.ErrorAs(t, err, &failed)
+		require.Equal(t, graphserver.RunFailedError{RunID: run.RunID, ThreadID: tid, Name: "ValueError", Message: "boom"}, *failed)
+	})
+	t.Run("FailStateless", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, nil)
+		_, err := b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "fail", Input: json.RawMessage(`{}`)})
+		var failed *graphserver.RunFailedError
+		require.ErrorAs(t, err, &failed)
+		require.Equal(t, "ValueError", failed.Name)
+		require.Equal(t, "boom", failed.Message)
+		require.NotEmpty(t, failed.RunID)
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, func(o *graphserver.Options) { o.MaxRunTime = 50 * time.Millisecond })
+		tid := b.thread(t)
+		_, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{}`)})
+		var failed *graphserver.RunFailedError
+		require.ErrorAs(t, err, &failed)
+		require.Equal(t, "TimeoutError", failed.Name)
+		runs, err := b.srv.ListRuns(b.ctx, tid, graphserver.RunSearch{})
+		require.NoError(t, err)
+		require.Equal(t, graphserver.RunTimeout, runs[0].Status)
+	})
+	t.Run("SuccessIsNoError", func(t *testing.T) {
+		t.Parallel()
+		b := setupRuns(t, nil)
+		// a graph whose values merely contain an __error__ key besides
+		// others did not fail
+		out, err := b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"__error__":{"error":"X","message":"y"},"a":1}`)})
+		require.NoError(t, err)
+		require.JSONEq(t, `{"__error__":{"error":"X","message":"y"},"a":1}`, string(out))
 	})
 	t.Run("InterruptThenResume", func(t *testing.T) {
 		t.Parallel()
@@ -234,7 +294,11 @@ func TestRunSummaries(t *testing.T) {
 		})
 		tid := b.thread(t)
 		out, err := b.srv.WaitRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "leak", Input: json.RawMessage(`{}`)})
-		require.NoError(t, err)
+		var failed *graphserver.RunFailedError
+		require.ErrorAs(t, err, &failed)
+		require.Equal(t, "InternalError", failed.Name)
+		require.Equal(t, "Internal error.", failed.Message)
+		require.NotContains(t, err.Error(), "secret")
 		const want = `{"error":"InternalError","message":"Internal error."}`
 		require.JSONEq(t, `{"__error__":`+want+`}`, string(out))
 		th, err := b.srv.GetThread(b.ctx, tid)

@@ -55,7 +55,7 @@ type Notification struct {
 
 // Notification kinds.
 const (
-	NotifyRunQueued = "run_queued" // a run may be claimable: workers claim again
+	NotifyRunQueued = "run_queued" // a run may be claimable (new, given back, or its thread's previous run ended): workers claim again
 	NotifyRunEnded  = "run_ended"  // the run ended: its streams, waits and joins look at storage
 	NotifyRunCancel = "run_cancel" // a cancellation was recorded for the running run: its worker stops it
 	NotifyRunEvents = "run_events" // events of the run were stored: its streams read them
@@ -103,15 +103,37 @@ func (q *runQueue) notified(n Notification) {
 		q.cancelLocal(n.RunID, n.Action)
 	case NotifyRunEnded:
 		q.logs.watches.wake(n.RunID)
-		q.signal() // the thread's next run may start
 	case NotifyRunEvents:
 		q.logs.watches.wake(n.RunID)
 	case NotifyReset:
 		q.signal()
+		q.recheckRuns() // a cancellation may have been missed
 		for _, id := range q.logs.watches.ids() {
 			q.logs.watches.wake(id)
 		}
 	}
+}
+
+// recheckWait returns a channel closed at the next recheckRuns.
+func (q *runQueue) recheckWait() <-chan struct{} {
+	q.recheckMu.Lock()
+	defer q.recheckMu.Unlock()
+	if q.recheck == nil {
+		q.recheck = make(chan struct{})
+	}
+	return q.recheck
+}
+
+// recheckRuns makes the runs executing here renew their leases at once,
+// reading the cancellations recorded for them: after notifications may
+// have been missed (the listener was connecting or reconnecting).
+func (q *runQueue) recheckRuns() {
+	q.recheckMu.Lock()
+	defer q.recheckMu.Unlock()
+	if q.recheck != nil {
+		close(q.recheck)
+	}
+	q.recheck = make(chan struct{})
 }
 
 // eventWriter stores the events of the runs executing here in an
@@ -182,10 +204,14 @@ func (w *eventWriter) follow(ctx context.Context, l *eventLog) (stop func()) {
 const storedEventsPage = 256
 
 // sharedEvents is Events when the storage keeps the event logs
-// (EventStorage): the stream reads the run's stored log, whichever process
-// executes the run, woken when events are stored here or notified from
-// elsewhere, and ends once the run has ended and its log is read to the
-// end.
+// (EventStorage). While this process executes the run, the stream reads
+// the run's log in memory, as without an EventStorage: its events come at
+// once, and it ends when the run's end is recorded. Otherwise (the run
+// executes elsewhere, or not yet, or its execution here gave it up) it
+// reads the run's stored log, woken when events are stored here or
+// notified from elsewhere, and ends once the run has ended and its log is
+// read to the end. Events before an in-memory log's first (earlier
+// attempts, elsewhere) come from storage too.
 func (st *RunStream) sharedEvents(ctx context.Context, yield func(StreamEvent, error) bool) {
 	s := st.s
 	events := s.rq.events.st
@@ -196,17 +222,8 @@ func (st *RunStream) sharedEvents(ctx context.Context, yield func(StreamEvent, e
 	lastError := false // the last event read is an error event
 	ended := false
 	var errData []byte
-	for {
-		_, changed := f.current()
-		evs, err := events.RunEvents(ctx, st.Run.RunID, pos, storedEventsPage)
-		if err != nil {
-			if ctx.Err() != nil {
-				st.dropped(nil)
-				err = context.Cause(ctx)
-			}
-			yield(StreamEvent{}, err)
-			return
-		}
+	// emit yields evs, advancing pos; false when the consumer stopped.
+	emit := func(evs []StreamEvent) bool {
 		for _, ev := range evs {
 			if n, err := strconv.Atoi(ev.ID); err == nil {
 				pos = n + 1
@@ -219,28 +236,65 @@ func (st *RunStream) sharedEvents(ctx context.Context, yield func(StreamEvent, e
 			}
 			if !yield(ev, nil) {
 				st.dropped(nil)
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		_, changed := f.current()
+		var wake <-chan struct{}
+		if l := s.rq.logs.get(st.Run.RunID); l != nil {
+			if ls := l.state(); ls.attached && !ls.released {
+				evs, done, w, err := l.read(pos)
+				if err == nil {
+					if !emit(evs) {
+						return
+					}
+					if len(evs) > 0 {
+						continue
+					}
+					if done {
+						return // ended here: the log holds every event
+					}
+					wake = w
+				}
+			}
+		}
+		if wake == nil {
+			evs, err := events.RunEvents(ctx, st.Run.RunID, pos, storedEventsPage)
+			if err != nil {
+				if ctx.Err() != nil {
+					st.dropped(nil)
+					err = context.Cause(ctx)
+				}
+				yield(StreamEvent{}, err)
 				return
 			}
-		}
-		if len(evs) > 0 {
-			continue
-		}
-		if ended {
-			// The log is read to its end: the executor stores a run's
-			// events before its end, all but a failure's error event,
-			// which is told from the thread when not stored yet.
-			if errData != nil && !lastError {
-				yield(StreamEvent{Event: "error", Data: errData}, nil)
+			if !emit(evs) {
+				return
 			}
-			return
-		}
-		if ended, errData, err = s.runEnded(ctx, st.Run.ThreadID, st.Run.RunID); err != nil {
-			yield(StreamEvent{}, err)
-			return
-		} else if ended {
-			continue // read what was stored before the end
+			if len(evs) > 0 {
+				continue
+			}
+			if ended {
+				// The log is read to its end: the executor stores a run's
+				// events before its end, all but a failure's error event,
+				// which is told from the thread when not stored yet.
+				if errData != nil && !lastError {
+					yield(StreamEvent{Event: "error", Data: errData}, nil)
+				}
+				return
+			}
+			if ended, errData, err = s.runEnded(ctx, st.Run.ThreadID, st.Run.RunID); err != nil {
+				yield(StreamEvent{}, err)
+				return
+			} else if ended {
+				continue // read what was stored before the end
+			}
 		}
 		select {
+		case <-wake:
 		case <-changed:
 		case <-f.poll():
 		case <-ctx.Done():

@@ -2,6 +2,8 @@ package graphserver
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/google/uuid"
 )
@@ -103,6 +105,12 @@ func (s *Server) Info() *Info {
 		},
 		Host: InfoHost{Kind: "self-hosted"},
 	}
+}
+
+// GraphIDs returns the ids of the graphs the server hosts (the keys of
+// Options.Graphs), sorted. It does no I/O; the caller owns the slice.
+func (s *Server) GraphIDs() []string {
+	return slices.Sorted(maps.Keys(s.graphs))
 }
 
 // Ping checks that the storage answers, for health checks (GET /ok?check_db=1).

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,10 +39,14 @@ type ckpt struct {
 	seen         map[string]map[string]string
 	sends        []Send
 	joins        map[string][]string // join channel -> nodes done, sorted
-	start        any
-	hasStart     bool
-	pending      []graphserver.PendingWrite
-	runID        string // the run that wrote it (stored checkpoints)
+	// finished holds the trigger channels of deferred nodes made available
+	// by the end of the run's work (LangGraph's LastValueAfterFinish and
+	// NamedBarrierValueAfterFinish after finish())
+	finished map[string]bool
+	start    any
+	hasStart bool
+	pending  []graphserver.PendingWrite
+	runID    string // the run that wrote it (stored checkpoints)
 }
 
 // body is the engine-owned JSON of a checkpoint (CheckpointRecord.Body),
@@ -64,6 +69,7 @@ type body struct {
 	Sends []Send                     `json:"sends,omitempty"`
 	Start json.RawMessage            `json:"start,omitempty"`
 	J     map[string][]string        `json:"j,omitempty"` // join channel -> nodes done
+	F     []string                   `json:"f,omitempty"` // finished deferred triggers
 }
 
 const branchPrefix = "branch:to:"
@@ -112,6 +118,10 @@ func topCounter(c *ckpt) int {
 // encodeBody renders the body of c.
 func encodeBody(c *ckpt) (json.RawMessage, error) {
 	b := body{Sends: c.sends, J: c.joins}
+	for ch := range c.finished {
+		b.F = append(b.F, ch)
+	}
+	slices.Sort(b.F)
 	top := topCounter(c)
 	if len(c.triggers) > 0 {
 		b.T = make(map[string]int, len(c.triggers))
@@ -179,6 +189,12 @@ func decodeBody(c *ckpt, raw json.RawMessage) error {
 	}
 	c.sends = b.Sends
 	c.joins = b.J
+	for _, ch := range b.F {
+		if c.finished == nil {
+			c.finished = map[string]bool{}
+		}
+		c.finished[ch] = true
+	}
 	if len(b.Start) > 0 {
 		c.hasStart = true
 		if err := json.Unmarshal(b.Start, &c.start); err != nil {
@@ -200,7 +216,7 @@ func (c *ckpt) next(step int, source string) *ckpt {
 		metadata: graphserver.Object{"source": source, "step": step},
 		values:   maps.Clone(c.values), versions: maps.Clone(c.versions), triggers: maps.Clone(c.triggers),
 		seen: make(map[string]map[string]string, len(c.seen)), sends: c.sends, start: c.start, hasStart: c.hasStart,
-		joins: maps.Clone(c.joins),
+		joins: maps.Clone(c.joins), finished: maps.Clone(c.finished),
 	}
 	for k, v := range c.seen {
 		n.seen[k] = maps.Clone(v)

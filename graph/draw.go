@@ -121,7 +121,7 @@ func channelSchema(ch *Channel) map[string]any {
 	switch ch.kind {
 	case kindMessages:
 		return map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "langgraph_type": "messages"}
-	case kindAppend:
+	case kindAppend, kindTopic:
 		return map[string]any{"type": "array", "items": map[string]any{}}
 	}
 	return map[string]any{}

@@ -41,6 +41,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -91,13 +92,19 @@ func (s State) Bool(key string) bool { v, _ := s[key].(bool); return v }
 type Update map[string]any
 
 // NodeFunc is a node: it reads the state and returns an update (an Update or
-// any value encoding as a JSON object, a *Command, or nil for none). A node
+// any value encoding as a JSON object, a *Command, nil for none, or a list
+// holding Commands and updates, each applied in order as LangGraph applies
+// a node's list of Commands: []Command, []*Command or []any). A node
 // started by Send receives the Send's argument as its state (a non-object
 // argument is available through TaskInput).
 type NodeFunc func(ctx context.Context, state State) (any, error)
 
 // RouterFunc chooses where to go after a node: it returns a node name, End,
-// a Send, or a list of these ([]string, []Send or []any).
+// a Send, or a list of these ([]string, []Send or []any). It may call
+// Interrupt to ask before choosing, as a LangGraph router may call
+// interrupt(): it then returns the error Interrupt gave it, and the task
+// (node and router) runs again when the run is resumed, Interrupt
+// returning the resume value. Any other error it returns fails the task.
 type RouterFunc func(ctx context.Context, state State) any
 
 // Send starts a task of Node receiving Arg as its input instead of the state
@@ -161,6 +168,13 @@ type node struct {
 	// from the node) when none is declared.
 	found atomic.Pointer[Compiled]
 	retry []RetryPolicy
+	// deferred: the node runs only once nothing else is left to run
+	deferred bool
+	// input lists the keys the node reads (nil: the whole state), and
+	// inputChans their channels, added to the graph's when missing
+	input      []string
+	inputChans Channels
+	cache      *CachePolicy
 }
 
 // sub returns the subgraph of the node (declared or found), nil if none.
@@ -190,6 +204,32 @@ func WithSubgraph(sub *Compiled) NodeOption {
 	}
 }
 
+// WithDefer makes a node deferred (LangGraph's add_node(defer=True)): once
+// triggered, it waits until no other node is scheduled, then runs. A fan-in
+// whose branches have different lengths uses it to run once after all of
+// them, wherever its edges come from. Precisely, as LangGraph's
+// LastValueAfterFinish channel: it runs in the step after one whose writes
+// trigger no node (Sends aside).
+func WithDefer() NodeOption {
+	return func(n *node) { n.deferred = true }
+}
+
+// WithInput gives a node its own input schema (LangGraph's
+// add_node(input_schema=...)): the node reads only these keys of the state.
+// A key the graph's state lacks becomes a channel of the graph, private:
+// nodes may read and write it, and the thread's state shows it, but it is
+// not part of the graph's input or output (LangGraph's private state). A
+// managed value (RemainingSteps, IsLastStep) may be among the keys.
+func WithInput(channels Channels) NodeOption {
+	return func(n *node) {
+		n.inputChans = channels
+		n.input = slices.Sorted(maps.Keys(channels))
+		if n.input == nil {
+			n.input = []string{}
+		}
+	}
+}
+
 type branch struct {
 	router  RouterFunc
 	pathMap map[string]string // router result -> node; nil = identity
@@ -211,6 +251,8 @@ type StateGraph struct {
 	schemas    map[string]json.RawMessage
 	root       bool
 	err        error
+	// private holds the channels only node input schemas declare
+	private map[string]bool
 }
 
 // join is a waiting edge: to runs once every node of from has run since it
@@ -268,8 +310,53 @@ func (g *StateGraph) AddNode(name string, n any, opts ...NodeOption) *StateGraph
 	for _, o := range opts {
 		o(nd)
 	}
+	for _, k := range nd.input {
+		if _, ok := g.channels[k]; ok {
+			continue
+		}
+		if _, ok := g.managed[k]; ok {
+			continue
+		}
+		switch c := nd.inputChans[k]; {
+		case c == nil:
+			g.channels[k] = LastValue()
+		case c.kind == kindManaged:
+			g.managed[k] = c
+			continue
+		default:
+			g.channels[k] = c
+		}
+		if g.private == nil {
+			g.private = map[string]bool{}
+		}
+		g.private[k] = true
+	}
 	g.nodes[name] = nd
 	g.order = append(g.order, name)
+	return g
+}
+
+// SequenceNode is one node of AddSequence: its name, its function or
+// *Compiled graph, and its options, as AddNode takes them.
+type SequenceNode struct {
+	Name    string
+	Node    any
+	Options []NodeOption
+}
+
+// AddSequence adds nodes that run one after the other, in the order
+// given: each node, and an edge from each to the next (LangGraph's
+// add_sequence). It adds no edge into the first node nor out of the last.
+func (g *StateGraph) AddSequence(nodes ...SequenceNode) *StateGraph {
+	if len(nodes) == 0 {
+		return g.fail("Sequence requires at least one node.")
+	}
+	for i, n := range nodes {
+		g.AddNode(n.Name, n.Node, n.Options...)
+		if i > 0 {
+			g.AddEdge(nodes[i-1].Name, n.Name)
+		}
+	}
 	return g
 }
 
@@ -358,22 +445,35 @@ type CompileOptions struct {
 	// pauses before/after these nodes run ("*" = every node).
 	InterruptBefore []string
 	InterruptAfter  []string
+	// Persistent gives the graph, run as a subgraph, its own memory on the
+	// thread (LangGraph's compile(checkpointer=True)): its checkpoints live
+	// in a namespace named after the nodes that run it, without task ids
+	// ("<node>", "<parent node>|<node>"), so each call on the same thread
+	// continues from the state the last call left, its input applied on
+	// top, where a subgraph otherwise starts afresh in each task's
+	// namespace. Its stream parts carry that namespace. A call made while
+	// the run resumes continues the subgraph where it paused. It has no
+	// effect on a root graph.
+	Persistent bool
 }
 
 // Compiled is a compiled graph. It implements graphserver.Graph and is safe
 // for concurrent use; add it to another graph with AddNode to use it as a
 // subgraph.
 type Compiled struct {
-	name       string
-	channels   Channels
-	managed    Channels
-	chanNames  []string
-	nodes      map[string]*node
-	order      []string // node names, sorted
-	edges      map[string][]string
-	joins      []join
-	joinsTo    map[string][]join // by target node
-	joinsFrom  map[string][]join // by waited-for node
+	name      string
+	channels  Channels
+	managed   Channels
+	chanNames []string
+	nodes     map[string]*node
+	order     []string // node names, sorted
+	edges     map[string][]string
+	joins     []join
+	joinsTo   map[string][]join // by target node
+	joinsFrom map[string][]join // by waited-for node
+	// deferred maps the trigger channels of deferred nodes to the join
+	// they are (nil for a node's own branch:to channel)
+	deferred   map[string]*join
 	branches   map[string][]branch
 	inputKeys  []string
 	outputKeys []string
@@ -382,6 +482,7 @@ type Compiled struct {
 	root       bool
 	before     []string
 	after      []string
+	persistent bool
 	// entry is the node of an Entrypoint graph: triggered by the input
 	// itself, which it receives as its task argument (LangGraph's
 	// entrypoint node subscribes to START)
@@ -440,7 +541,7 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 	c := &Compiled{
 		name: opts.Name, channels: g.channels, managed: g.managed, nodes: g.nodes, edges: g.edges, branches: g.branches,
 		inputKeys: g.inputKeys, outputKeys: g.outputKeys, schemas: g.schemas, root: g.root,
-		before: opts.InterruptBefore, after: opts.InterruptAfter,
+		before: opts.InterruptBefore, after: opts.InterruptAfter, persistent: opts.Persistent,
 	}
 	if c.name == "" {
 		c.name = "LangGraph"
@@ -456,11 +557,12 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 			}
 		}
 	})
+	public := slices.DeleteFunc(slices.Clone(c.chanNames), func(k string) bool { return g.private[k] })
 	if c.inputKeys == nil {
-		c.inputKeys = c.chanNames
+		c.inputKeys = public
 	}
 	if c.outputKeys == nil {
-		c.outputKeys = c.chanNames
+		c.outputKeys = public
 	}
 	c.joins = g.joins
 	c.joinsTo, c.joinsFrom = map[string][]join{}, map[string][]join{}
@@ -468,6 +570,17 @@ func (g *StateGraph) Compile(opts CompileOptions) (*Compiled, error) {
 		c.joinsTo[j.to] = append(c.joinsTo[j.to], j)
 		for _, from := range j.from {
 			c.joinsFrom[from] = append(c.joinsFrom[from], j)
+		}
+	}
+	c.deferred = map[string]*join{}
+	for _, n := range g.nodes {
+		if n.deferred {
+			c.deferred[branchPrefix+n.name] = nil
+		}
+	}
+	for i, j := range c.joins {
+		if n := g.nodes[j.to]; n != nil && n.deferred {
+			c.deferred[j.ch] = &c.joins[i]
 		}
 	}
 	c.outputSet = make(map[string]struct{}, len(c.outputKeys))

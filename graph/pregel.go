@@ -38,6 +38,7 @@ type task struct {
 	resume     []any
 	runErr     error
 	bubble     bool // it sent a Command on to a parent graph, or was stopped by the run's end: nothing is saved for it
+	cached     bool // its writes came from the cache (CachePolicy): it did not run
 
 	// call is set for a task call (Task.Call) made by another task of the step
 	call *callSpec
@@ -82,6 +83,11 @@ type runner struct {
 	nullUsed   bool
 	nullValue  any
 	hasNull    bool
+
+	// resumingStep is set while the first step of a resumed run executes
+	// (LangGraph's CONFIG_KEY_RESUMING): a persistent subgraph invoked
+	// then continues where it paused
+	resumingStep bool
 
 	// the Command's update/goto writes not yet saved (durability exit) and
 	// the checkpoint they are pending on
@@ -263,11 +269,13 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			break
 		}
 		if r.shouldInterrupt(cs, r.rc.before(r), tasks) {
-			r.emitInterrupt(nil)
+			r.emitInterrupt(nil, true)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
+		r.resumingStep = resuming && !advanced
 		err := r.runTasks(ctx, cs, tasks, step)
 		calls, cerr := r.calls.wait()
+		r.resumingStep = false
 		// the calls' writes are saved with the step's (exit) but applied to
 		// no channel; their failures and interrupts reach the run through
 		// the tasks that called them
@@ -290,10 +298,14 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			if t.interrupts != nil {
 				interrupted = true
 				intr = append(intr, t.interrupts...)
+				// one updates chunk per interrupted task (LangGraph's
+				// output_writes of the task's INTERRUPT write), emitted once
+				// the step's tasks and their calls are done
+				r.emit("updates", map[string]any{chInterrupt: t.interrupts})
 			}
 		}
 		if interrupted {
-			r.emitInterrupt(intr)
+			r.emitInterrupt(intr, false)
 			return nil, r.exit(ctx, cs, tasks, &interruptError{interrupts: intr})
 		}
 		next, updatedChans, err := r.g.apply(cs, tasks, step, r.track, true)
@@ -311,7 +323,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emit("values", r.g.output(r.g.view(cs)))
 		}
 		if r.shouldInterrupt(cs, r.rc.after(r), tasks) {
-			r.emitInterrupt(nil)
+			r.emitInterrupt(nil, true)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
 	}
@@ -365,11 +377,19 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 	return err
 }
 
-func (r *runner) emitInterrupt(intr []graphserver.Interrupt) {
+// emitInterrupt emits what ends a paused step: a values part with the
+// interrupts of the step's tasks (the server's run output and the SDKs'
+// values streams read it), and for a breakpoint (no task raised anything,
+// withUpdates) the updates part {"__interrupt__": []} LangGraph's
+// _suppress_interrupt emits; each interrupted task emitted its own updates
+// part before.
+func (r *runner) emitInterrupt(intr []graphserver.Interrupt, withUpdates bool) {
 	if intr == nil {
 		intr = []graphserver.Interrupt{}
 	}
-	r.emit("updates", map[string]any{chInterrupt: intr})
+	if withUpdates {
+		r.emit("updates", map[string]any{chInterrupt: intr})
+	}
 	r.emit("values", map[string]any{chInterrupt: intr})
 }
 
@@ -612,13 +632,13 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 	for _, n := range g.order {
 		var triggers []string
 		tr := "branch:to:" + n
-		if v, ok := cs.triggers[tr]; ok && vcmp(v, cs.seen[n][tr]) > 0 {
+		if v, ok := cs.triggers[tr]; ok && vcmp(v, cs.seen[n][tr]) > 0 && g.available(cs, tr) {
 			triggers = append(triggers, tr)
 		}
 		for _, j := range g.joinsTo[n] {
 			// a join triggers once all it waits for are done (LangGraph's
 			// NamedBarrierValue is available only then)
-			if v, ok := cs.triggers[j.ch]; ok && len(cs.joins[j.ch]) == len(j.from) && vcmp(v, cs.seen[n][j.ch]) > 0 {
+			if v, ok := cs.triggers[j.ch]; ok && len(cs.joins[j.ch]) == len(j.from) && vcmp(v, cs.seen[n][j.ch]) > 0 && g.available(cs, j.ch) {
 				triggers = append(triggers, j.ch)
 			}
 		}
@@ -628,6 +648,72 @@ func (g *Compiled) prepare(cs *ckpt, ns string) []*task {
 		}
 	}
 	return tasks
+}
+
+// nodeInput is the part of state node name reads: the keys of its input
+// schema (WithInput), or all of it.
+func (g *Compiled) nodeInput(name string, state State) State {
+	n := g.nodes[name]
+	if n == nil || n.input == nil {
+		return state
+	}
+	in := make(State, len(n.input))
+	for _, k := range n.input {
+		if v, ok := state[k]; ok {
+			in[k] = v
+		}
+	}
+	return in
+}
+
+// available reports whether trigger channel ch can trigger its node: a
+// deferred node's only once finished.
+func (g *Compiled) available(cs *ckpt, ch string) bool {
+	if _, ok := g.deferred[ch]; ok {
+		return cs.finished[ch]
+	}
+	return true
+}
+
+// finish makes the triggers of deferred nodes available when the step
+// just applied triggers no other node (LangGraph's apply_writes calls
+// finish() on every channel when the updated channels trigger no node).
+func (g *Compiled) finish(next *ckpt, written map[string]bool, nv string) {
+	if len(g.deferred) == 0 {
+		return
+	}
+	for ch := range written {
+		if _, ok := g.deferred[ch]; ok {
+			continue
+		}
+		if _, ok := next.triggers[ch]; !ok {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(ch, branchPrefix); ok {
+			if _, ok := g.nodes[rest]; ok {
+				return
+			}
+			continue
+		}
+		for _, j := range g.joins {
+			if j.ch == ch && len(next.joins[ch]) == len(j.from) {
+				return
+			}
+		}
+	}
+	for ch, j := range g.deferred {
+		if _, ok := next.triggers[ch]; !ok || next.finished[ch] {
+			continue
+		}
+		if j != nil && len(next.joins[ch]) != len(j.from) {
+			continue
+		}
+		if next.finished == nil {
+			next.finished = map[string]bool{}
+		}
+		next.finished[ch] = true
+		next.triggers[ch] = nv
+	}
 }
 
 // resumeWrites keeps of pending the resume values saved for tasks (a
@@ -740,8 +826,15 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 			continue
 		}
 		for _, tr := range t.triggers {
+			if j, ok := g.deferred[tr]; ok && j == nil {
+				// LastValueAfterFinish.consume: empty and unfinished
+				delete(next.triggers, tr)
+				delete(next.finished, tr)
+				continue
+			}
 			if _, ok := next.joins[tr]; ok {
 				delete(next.joins, tr)
+				delete(next.finished, tr)
 				next.triggers[tr] = nv
 				written[tr] = true
 			}
@@ -768,6 +861,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 				if !written[w.ch] {
 					next.triggers[w.ch] = nv
 					written[w.ch] = true
+					delete(next.finished, w.ch) // a new write waits for a new finish
 				}
 			case strings.HasPrefix(w.ch, "join:"):
 				name, _ := w.v.(string)
@@ -796,7 +890,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 	if clear {
 		// trigger channels last one step (LangGraph's ephemeral branch:to:*)
 		for ch := range next.triggers {
-			if !written[ch] && !strings.HasPrefix(ch, "join:") {
+			if _, deferred := g.deferred[ch]; !written[ch] && !deferred && !strings.HasPrefix(ch, "join:") {
 				delete(next.triggers, ch)
 				if ch == Start {
 					next.start, next.hasStart = nil, false
@@ -833,6 +927,7 @@ func (g *Compiled) apply(cs *ckpt, tasks []*task, step int, track tracker, clear
 		updated = append(updated, k)
 	}
 	if clear {
+		g.finish(next, written, nv)
 		// a step notifies the channels it did not write: an EphemeralValue,
 		// an AnyValue and a Topic without accumulate empty (apply_writes
 		// calls update with no values on them)
@@ -937,6 +1032,9 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 			continue
 		}
 		t.interrupts, t.errRec = nil, nil
+		if r.fromCache(ctx, t, state) {
+			continue
+		}
 		r.rc.taskStart(r, t, step, state)
 	}
 	// A lone task's successful writes need no saving: the checkpoint that
@@ -947,7 +1045,10 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 			continue
 		}
 		wg.Go(func() {
-			r.execTask(ctx, cs, state, t, step)
+			if !t.cached {
+				r.execTask(ctx, cs, state, t, step)
+				r.toCache(ctx, t, state)
+			}
 			if t.bubble || (alone && t.errRec == nil && t.interrupts == nil) {
 				return
 			}
@@ -1013,7 +1114,7 @@ func (r *runner) execTask(ctx context.Context, cs *ckpt, state State, t *task, s
 			in = State{}
 		}
 	} else {
-		in = state
+		in = r.g.nodeInput(t.name, state)
 	}
 	var out any
 	var err error
@@ -1145,15 +1246,25 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 		}
 		ws = iw
 	} else {
-		var cmd *Command
-		switch o := out.(type) {
-		case *Command:
-			cmd = o
-		case Command:
-			cmd = &o
+		// A node returns an update, a Command, or a list mixing Commands
+		// and updates (LangGraph's _get_updates and _control_branch: each
+		// Command's update and goto apply, in order).
+		outs, cmds := []any{out}, []*Command{nil}
+		if l, ok := commandList(out); ok {
+			outs, cmds = l, make([]*Command, len(l))
 		}
-		upd := out
-		if cmd != nil && cmd.Graph != "" {
+		for i, o := range outs {
+			switch c := o.(type) {
+			case *Command:
+				cmds[i] = c
+			case Command:
+				cmds[i] = &c
+			}
+		}
+		for _, cmd := range cmds {
+			if cmd == nil || cmd.Graph == "" {
+				continue
+			}
 			switch {
 			case cmd.Graph != Parent:
 				return &NodeError{Name: "InvalidUpdateError", Message: fmt.Sprintf("Command.Graph %q is not graph.Parent", cmd.Graph)}
@@ -1164,22 +1275,33 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 			up.Graph = ""
 			return &parentCommand{cmd: up, from: ownNS(r.ns)}
 		}
-		if cmd != nil {
-			upd = cmd.Update
-			if cmd.Goto != nil {
-				gw, err := g.gotoWrites(cmd.Goto)
-				if err != nil {
-					return err
+		var shown []any
+		for i, upd := range outs {
+			if cmd := cmds[i]; cmd != nil {
+				upd = cmd.Update
+				if cmd.Goto != nil {
+					gw, err := g.gotoWrites(cmd.Goto)
+					if err != nil {
+						return err
+					}
+					gotoWs = append(gotoWs, gw...)
 				}
-				gotoWs = gw
+			}
+			uw, update, err := g.nodeWrites(upd)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, uw...)
+			if update != nil {
+				shown = append(shown, update)
 			}
 		}
-		uw, update, err := g.nodeWrites(upd)
-		if err != nil {
-			return err
+		switch {
+		case len(outs) == 1 && len(shown) == 1:
+			t.update = shown[0]
+		case len(shown) > 0:
+			t.update = shown
 		}
-		ws = uw
-		t.update = update
 	}
 	// edges
 	for _, to := range g.edges[t.name] {
@@ -1218,13 +1340,47 @@ func (r *runner) writesFor(ctx context.Context, cs *ckpt, t *task, state State, 
 	return nil
 }
 
+// callRouter runs a router. A router returning an error (the one Interrupt
+// gave it, to pause the graph there) fails or pauses the task as its node
+// would.
 func callRouter(ctx context.Context, fn RouterFunc, s State) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &NodeError{Name: "PanicError", Message: fmt.Sprintf("router panicked: %v", p)}
 		}
 	}()
-	return fn(ctx, s), nil
+	res = fn(ctx, s)
+	if e, ok := res.(error); ok {
+		return nil, e
+	}
+	return res, nil
+}
+
+// commandList returns the elements of a node's output that is a list
+// holding at least one Command.
+func commandList(out any) ([]any, bool) {
+	var l []any
+	switch o := out.(type) {
+	case []Command:
+		for _, c := range o {
+			l = append(l, c)
+		}
+	case []*Command:
+		for _, c := range o {
+			l = append(l, c)
+		}
+	case []any:
+		l = o
+	default:
+		return nil, false
+	}
+	for _, e := range l {
+		switch e.(type) {
+		case Command, *Command:
+			return l, true
+		}
+	}
+	return nil, false
 }
 
 func (g *Compiled) routeWrites(res any, pathMap map[string]string) ([]write, error) {
@@ -1329,6 +1485,11 @@ func (g *Compiled) nodeWrites(upd any) ([]write, any, error) {
 		return nil, nil, err
 	}
 	if g.root {
+		if g.entry != "" {
+			// an update as the entrypoint is saved for its next run too,
+			// as its writers write both (LangGraph's END and PREVIOUS)
+			return []write{{chRoot, v}, {chPrevious, v}}, v, nil
+		}
 		return []write{{chRoot, v}}, v, nil
 	}
 	var ws []write

@@ -16,14 +16,20 @@ const multiWrites = "$writes"
 func (g *Compiled) taskResult(writes []write) map[string]any {
 	res := map[string]any{}
 	for _, w := range writes {
-		if _, ok := g.channels[w.ch]; !ok && w.ch != chReturn {
+		ch := w.ch
+		if _, ok := g.channels[ch]; (!ok && ch != chReturn) || ch == chPrevious {
+			// as upstream, only the stream channels and a call's
+			// result: an entrypoint's saved value is not shown
 			continue
+		}
+		if ch == chRoot && g.entry != "" {
+			ch = End // an entrypoint's value is LangGraph's END channel
 		}
 		// As upstream: a channel whose value so far is null takes the next
 		// write as its only value.
-		existing := res[w.ch]
+		existing := res[ch]
 		if existing == nil {
-			res[w.ch] = w.v
+			res[ch] = w.v
 			continue
 		}
 		if m, ok := existing.(map[string]any); ok && len(m) == 1 {
@@ -32,7 +38,7 @@ func (g *Compiled) taskResult(writes []write) map[string]any {
 				continue
 			}
 		}
-		res[w.ch] = map[string]any{multiWrites: []any{existing, w.v}}
+		res[ch] = map[string]any{multiWrites: []any{existing, w.v}}
 	}
 	return res
 }
@@ -42,7 +48,10 @@ func (g *Compiled) taskResult(writes []write) map[string]any {
 // root value, that value itself.
 func (g *Compiled) stateTaskResult(writes []write) any {
 	res := g.taskResult(writes)
-	if g.root {
+	switch {
+	case g.entry != "":
+		return res[End]
+	case g.root:
 		return res[chRoot]
 	}
 	return res

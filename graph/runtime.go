@@ -133,7 +133,7 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 	if t.hidden() {
 		return
 	}
-	var input any = state
+	var input any = r.g.nodeInput(t.name, state)
 	if t.push || t.name == r.g.entry {
 		input = t.arg
 	}
@@ -142,17 +142,25 @@ func (rc *runCtx) taskStart(r *runner, t *task, step int, state State) {
 	r.emit("debug", map[string]any{"type": "task", "step": step, "timestamp": timestamp(time.Now()), "payload": payload})
 	if rc.modes["messages-tuple"] || rc.modes["messages"] {
 		// messages already in the input are not re-emitted from the output
+		// (StreamMessagesHandler.on_chain_start marks the ids of the
+		// messages in every input value)
+		in, _ := input.(State)
+		if t.push {
+			in, _ = t.arg.(map[string]any)
+		}
 		rc.mu.Lock()
-		for k, c := range r.g.channels {
-			if c.kind == kindMessages {
-				if l, ok := state[k].([]any); ok {
-					for _, m := range l {
-						if mm, ok := m.(map[string]any); ok {
-							if id, ok := mm["id"].(string); ok {
-								rc.seenMsg[id] = true
-							}
-						}
+		for k, v := range in {
+			if c := r.g.channels[k]; c != nil && c.kind == kindMessages {
+				for _, m := range Messages(v) {
+					if m.ID != "" {
+						rc.seenMsg[m.ID] = true
 					}
+				}
+				continue
+			}
+			for _, m := range messagesIn(v) {
+				if m.ID != "" {
+					rc.seenMsg[m.ID] = true
 				}
 			}
 		}
@@ -172,7 +180,10 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 	if t.hidden() {
 		return
 	}
-	if t.interrupts == nil && t.errRec == nil {
+	switch {
+	case t.interrupts != nil:
+		// emitted with the step's end (see run)
+	case t.errRec == nil:
 		r.emit("updates", map[string]any{t.name: r.g.outputUpdates(t.writes)})
 		rc.outputMessages(r, t, step)
 	}
@@ -204,45 +215,95 @@ func pyRepr(rec map[string]any) string {
 	return name + "(" + "'" + strings.ReplaceAll(s[1:len(s)-1], "'", "\\'") + "')"
 }
 
-// outputMessages emits the messages a node wrote that were not streamed.
+// messagesIn returns the messages a value holds, as LangGraph's
+// StreamMessagesHandler finds them in a node's output: the value itself
+// when it is a message, or the messages of a list. A message is an object
+// with a message "type" (human, ai, system, tool) and a "content", the
+// form LangChain serializes messages in.
+func messagesIn(v any) []Message {
+	one := func(v any) (Message, bool) {
+		o, ok := v.(map[string]any)
+		if !ok {
+			return Message{}, false
+		}
+		typ, _ := o["type"].(string)
+		if _, ok := o["content"]; !ok || typ == RemoveMessage || roleTypes[typ] != typ {
+			return Message{}, false
+		}
+		m, err := messageFromMap(o)
+		return m, err == nil
+	}
+	if m, ok := one(v); ok {
+		return []Message{m}
+	}
+	var out []Message
+	if l, ok := v.([]any); ok {
+		for _, e := range l {
+			if m, ok := one(e); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// outputMessages emits the messages a node returned that were not streamed
+// (StreamMessagesHandler.on_chain_end): those it wrote to a messages
+// channel, and those found in any other value of its update (each update
+// of a list of Commands), whether or not a channel keeps them.
 func (rc *runCtx) outputMessages(r *runner, t *task, step int) {
 	if !(rc.modes["messages-tuple"] || rc.modes["messages"]) || !r.visible() {
 		return
 	}
+	var found []Message
 	for _, w := range t.writes {
 		c := r.g.channels[w.ch]
 		if c == nil || c.kind != kindMessages {
 			continue
 		}
-		for _, m := range Messages(w.v) {
-			if m.Type == RemoveMessage {
+		found = append(found, Messages(w.v)...)
+	}
+	updates, ok := t.update.([]any)
+	if !ok {
+		updates = []any{t.update}
+	}
+	for _, u := range updates {
+		o, _ := u.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(o)) {
+			if c := r.g.channels[k]; c != nil && c.kind == kindMessages {
 				continue
 			}
-			if m.ID != "" {
-				rc.mu.Lock()
-				seen := rc.seenMsg[m.ID]
-				rc.seenMsg[m.ID] = true
-				streamed := rc.streamed[m.ID]
-				delete(rc.streamed, m.ID)
-				rc.mu.Unlock()
-				if streamed {
-					// the legacy mode completes a message it streamed in parts
-					rc.emitLegacy(r, "messages/complete", []any{messageValue(m)})
-				}
-				if seen {
-					continue
-				}
-			} else {
-				// the reducer gives it an id in the state; the stream needs one too
-				m.ID = uuid.NewString()
-			}
-			meta := rc.taskMeta(r, t, step)
-			meta["tags"] = []string{}
-			mv := messageValue(m)
-			r.emit("messages-tuple", []any{mv, meta})
-			rc.emitLegacy(r, "messages/metadata", map[string]any{m.ID: map[string]any{"metadata": meta}})
-			rc.emitLegacy(r, "messages/complete", []any{mv})
+			found = append(found, messagesIn(o[k])...)
 		}
+	}
+	for _, m := range found {
+		if m.Type == RemoveMessage {
+			continue
+		}
+		if m.ID != "" {
+			rc.mu.Lock()
+			seen := rc.seenMsg[m.ID]
+			rc.seenMsg[m.ID] = true
+			streamed := rc.streamed[m.ID]
+			delete(rc.streamed, m.ID)
+			rc.mu.Unlock()
+			if streamed {
+				// the legacy mode completes a message it streamed in parts
+				rc.emitLegacy(r, "messages/complete", []any{messageValue(m)})
+			}
+			if seen {
+				continue
+			}
+		} else {
+			// the reducer gives it an id in the state; the stream needs one too
+			m.ID = uuid.NewString()
+		}
+		meta := rc.taskMeta(r, t, step)
+		meta["tags"] = []string{}
+		mv := messageValue(m)
+		r.emit("messages-tuple", []any{mv, meta})
+		rc.emitLegacy(r, "messages/metadata", map[string]any{m.ID: map[string]any{"metadata": meta}})
+		rc.emitLegacy(r, "messages/complete", []any{mv})
 	}
 }
 

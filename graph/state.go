@@ -245,7 +245,7 @@ func (g *Compiled) snapshot(threadID string, c *ckpt, mode snapMode, expand func
 				gt.State = expand(t)
 			}
 			if gt.State == nil {
-				gt.Checkpoint = &graphserver.Checkpoint{ThreadID: threadID, CheckpointNS: t.ns}
+				gt.Checkpoint = &graphserver.Checkpoint{ThreadID: threadID, CheckpointNS: subgraphNS(n.sub(), t.ns)}
 			}
 		}
 		st.Interrupts = append(st.Interrupts, t.interrupts...)
@@ -294,7 +294,7 @@ func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, thr
 	if subgraphs {
 		expand = func(t *task) *graphserver.ThreadState {
 			sub := g.nodes[t.name].sub()
-			child, err := load(ctx, cp, threadID, t.ns, "")
+			child, err := load(ctx, cp, threadID, subgraphNS(sub, t.ns), "")
 			if err != nil || child == nil {
 				return nil
 			}

@@ -25,6 +25,9 @@ func (tr *taskRuntime) invoke(ctx context.Context, sub *Compiled, input any) (an
 	if n > 0 {
 		ns += "|" + strconv.Itoa(n)
 	}
+	if sub.persistent {
+		ns = stableNS(ns)
+	}
 	if nd := r.g.nodes[tr.t.name]; nd != nil && nd.fn != nil && nd.subgraph == nil && n == 0 {
 		nd.found.Store(sub)
 	}
@@ -37,7 +40,12 @@ func (tr *taskRuntime) invoke(ctx context.Context, sub *Compiled, input any) (an
 	if err != nil {
 		return nil, err
 	}
-	if existing != nil {
+	// A task's own namespace has a checkpoint only when the task runs
+	// again after a pause: the subgraph continues. A persistent subgraph's
+	// has one from earlier calls too: it continues only when the run
+	// resumes and it has work pending (LangGraph resumes a subgraph under
+	// CONFIG_KEY_RESUMING), else its input applies on top of its state.
+	if existing != nil && (!sub.persistent || (r.resumingStep && len(sub.prepare(existing, ns)) > 0)) {
 		return child.run(ctx, nil, false, nil, "")
 	}
 	in, err := normalize(input)
@@ -74,4 +82,18 @@ func ownNS(ns string) string {
 		}
 		ns = ns[:i]
 	}
+}
+
+// stableNS is the namespace of a persistent subgraph run in the task of
+// namespace ns: ns without task ids nor counters (LangGraph's
+// recast_checkpoint_ns, applied when checkpointer=True).
+func stableNS(ns string) string { return strings.Join(recastNS(ns), "|") }
+
+// subgraphNS is the namespace where the subgraph sub of a task of
+// namespace ns keeps its checkpoints.
+func subgraphNS(sub *Compiled, ns string) string {
+	if sub != nil && sub.persistent {
+		return stableNS(ns)
+	}
+	return ns
 }

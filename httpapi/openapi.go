@@ -79,10 +79,11 @@ func (h *handler) openAPISpec() ([]byte, error) {
 	paths := map[string]map[string]any{}
 	for _, rt := range h.routes() {
 		method, path, _ := strings.Cut(rt.pattern, " ")
-		if paths[path] == nil {
-			paths[path] = map[string]any{}
+		docPath := strings.TrimSuffix(path, "{$}") // ServeMux's "exactly /"
+		if paths[docPath] == nil {
+			paths[docPath] = map[string]any{}
 		}
-		paths[path][strings.ToLower(method)] = b.operation(method, path)
+		paths[docPath][strings.ToLower(method)] = b.operation(method, path)
 	}
 	schemas := map[string]any{
 		"Error": map[string]any{
@@ -275,7 +276,11 @@ func jsonContent(schema any) map[string]any {
 // post_threads_thread_id_runs.
 func operationID(method, path string) string {
 	id := strings.ToLower(method)
-	for _, f := range strings.FieldsFunc(path, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+	fields := strings.FieldsFunc(path, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' })
+	if len(fields) == 0 {
+		return id + "_root"
+	}
+	for _, f := range fields {
 		id += "_" + f
 	}
 	return id

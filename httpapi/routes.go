@@ -14,6 +14,7 @@ type route struct {
 func (h *handler) routes() []route {
 	rts := []route{
 		// §2.1 System
+		{"GET /{$}", h.landing},
 		{"GET /ok", h.ok},
 		{"GET /info", h.info},
 

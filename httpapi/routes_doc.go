@@ -11,6 +11,8 @@ import "github.com/graphserver/graphserver"
 // until every served route has an entry and every entry a route.
 var routeDocs = map[string]opDoc{
 	// §2.1 System
+	"GET /{$}": {summary: "Landing: the server's name, version, documentation links and graphs (an HTML page when the client prefers text/html)", resp: landingResponse{},
+		description: "Answers a small HTML page instead of JSON when the Accept header ranks text/html above application/json, as a browser's does."},
 	"GET /ok": {summary: "Health check", resp: okResponse{},
 		query: []paramDoc{q("check_db", "boolean", "Also check that the storage answers (500 if not).")}},
 	"GET /info":               {summary: "Server information and capabilities", resp: graphserver.Info{}},
@@ -132,7 +134,7 @@ var routeDocs = map[string]opDoc{
 	"PUT /store/items": {summary: "Put an item", body: graphserver.ItemPut{}, kind: respNoContent},
 	"GET /store/items": {summary: "Get an item (null when missing)", resp: graphserver.Item{},
 		query: []paramDoc{
-			q("namespace", "string", "The namespace, its parts separated by dots."),
+			q("namespace", "array", "The namespace: its labels as repeated keys (namespace=users&namespace=alice), or joined by dots in one value (namespace=users.alice, what the SDKs send)."),
 			q("key", "string", "The item's key."),
 			q("refresh_ttl", "boolean", "Refresh the item's TTL (default true)."),
 		}},

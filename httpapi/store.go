@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/graphserver/graphserver"
 )
@@ -18,15 +19,15 @@ func (h *handler) putItem(w http.ResponseWriter, r *http.Request) error {
 	return writeNoContent(w)
 }
 
-// getItem handles GET /store/items?namespace=a.b&key=k&refresh_ttl=; a
-// missing item is 200 null.
+// getItem handles GET /store/items?namespace=a.b&key=k&refresh_ttl= (or
+// namespace=a&namespace=b); a missing item is 200 null.
 func (h *handler) getItem(w http.ResponseWriter, r *http.Request) error {
 	refresh, err := queryBool(r, "refresh_ttl", true)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	it, err := h.srv.GetItem(r.Context(), graphserver.ParseNamespace(q.Get("namespace")), q.Get("key"), &refresh)
+	it, err := h.srv.GetItem(r.Context(), queryNamespace(q["namespace"]), q.Get("key"), &refresh)
 	if err != nil {
 		return err
 	}
@@ -69,4 +70,22 @@ func (h *handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.writeJSON(w, r, http.StatusOK, namespacesResponse{Namespaces: nss})
+}
+
+// queryNamespace reads the namespace of GET /store/items. The SDKs send the
+// labels joined with "." (namespace=users.alice); the Platform's OpenAPI
+// document declares an array, which a generic client sends as repeated keys
+// (namespace=users&namespace=alice). Labels cannot contain ".", so every
+// value is split on it and the parts concatenated: both forms, and a mix,
+// give one unambiguous namespace. An empty value stays an empty label, which
+// GetItem rejects, rather than vanishing.
+func queryNamespace(values []string) []string {
+	if len(values) == 1 {
+		return graphserver.ParseNamespace(values[0])
+	}
+	var ns []string
+	for _, v := range values {
+		ns = append(ns, strings.Split(v, ".")...)
+	}
+	return ns
 }

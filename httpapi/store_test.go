@@ -72,6 +72,13 @@ func TestStore(t *testing.T) {
 		{name: "Get", method: "GET", url: "/store/items?namespace=users.alice&key=prefs", before: putPrefs, status: 200,
 			expectedContent:    []string{`{"namespace":["users","alice"],"key":"prefs","value":{"size":3,"theme":"dark"},"created_at":"`, `"updated_at":"`},
 			notExpectedContent: []string{`"score"`, `"bob"`}},
+		// The Platform's OpenAPI document declares namespace an array, sent
+		// as repeated keys by generic clients; the README promises both.
+		{name: "GetRepeatedNamespace", method: "GET", url: "/store/items?namespace=users&namespace=alice&key=prefs", before: putPrefs, status: 200,
+			expectedContent:    []string{`{"namespace":["users","alice"],"key":"prefs","value":{"size":3,"theme":"dark"}`},
+			notExpectedContent: []string{`"bob"`}},
+		{name: "GetRepeatedNamespaceMissing", method: "GET", url: "/store/items?namespace=users&namespace=carol&key=prefs", before: putPrefs, status: 200, expectedContent: []string{"null\n"}},
+		{name: "GetRepeatedNamespaceEmptyLabel", method: "GET", url: "/store/items?namespace=users&namespace=&key=prefs", before: putPrefs, status: 422, expectedContent: []string{nsErr}},
 		{name: "GetNoRefresh", method: "GET", url: "/store/items?namespace=users.alice&key=prefs&refresh_ttl=false", before: putPrefs, status: 200,
 			expectedContent: []string{`"key":"prefs"`}},
 		{name: "GetMissing", method: "GET", url: "/store/items?namespace=users.carol&key=prefs", before: putPrefs, status: 200, expectedContent: []string{"null\n"}},

@@ -80,7 +80,7 @@ func getAssistant(ctx context.Context, q querier, id string, filter graphserver.
 	}
 	lock := ""
 	if forUpdate {
-		lock = " FOR UPDATE"
+		lock = " FOR NO KEY UPDATE"
 	}
 	r, err := getRow[assistantRow](ctx, q, `SELECT `+assistantColumns+` FROM assistants`+w.String()+lock, w.args...)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -88,7 +88,7 @@ func getCron(ctx context.Context, q querier, id string, filter, threadFilter gra
 	}
 	lock := ""
 	if forUpdate {
-		lock = " FOR UPDATE OF crons"
+		lock = " FOR NO KEY UPDATE OF crons"
 	}
 	r, err := getRow[cronRow](ctx, q, `SELECT `+cronColumns+` FROM crons`+w.String()+lock, w.args...)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -243,6 +243,10 @@ func cancelRun(ctx context.Context, tx pgx.Tx, a activeRun, action string, now t
 	if err := notifyTx(ctx, tx, channelRunEnded, a.RunID); err != nil {
 		return c, err
 	}
+	// A run of the thread queued behind this one may start now.
+	if err := notifyTx(ctx, tx, channelRunQueued, a.RunID); err != nil {
+		return c, err
+	}
 	return c, dropTemporaryThread(ctx, tx, run)
 }
 
@@ -415,6 +419,9 @@ func (db *DB) CancelRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 		if err := w.filter("t.metadata", filter); err != nil {
 			return err
 		}
+		if err := lockRunThreads(ctx, tx, &w); err != nil {
+			return err
+		}
 		rows, err := selectRows[activeRun](ctx, tx, `SELECT r.run_id, r.thread_id, r.status FROM runs AS r
 			JOIN threads AS t ON t.thread_id = r.thread_id`+w.String()+` ORDER BY r.run_id FOR UPDATE OF r`, w.args...)
 		if err != nil {
@@ -447,6 +454,16 @@ func (db *DB) CancelRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 	return out, err
 }
 
+// lockRunThreads locks, in order, the threads of the runs w selects (on
+// runs r joined with threads t): the thread rows before the run rows.
+func lockRunThreads(ctx context.Context, tx pgx.Tx, w *where) error {
+	if _, err := exec(ctx, tx, `SELECT 1 FROM threads WHERE thread_id IN (SELECT r.thread_id FROM runs AS r
+		JOIN threads AS t ON t.thread_id = r.thread_id`+w.String()+`) ORDER BY thread_id FOR NO KEY UPDATE`, w.args...); err != nil {
+		return fmt.Errorf("lock threads: %w", err)
+	}
+	return nil
+}
+
 func uniq(ss []string) map[string]bool {
 	m := make(map[string]bool, len(ss))
 	for _, s := range ss {
@@ -457,18 +474,19 @@ func uniq(ss []string) map[string]bool {
 
 // claimQuery takes the oldest eligible pending run: its thread has no
 // running run and no older eligible pending run (which a concurrent claim
-// holds locked), and claims in other processes skip the rows locked.
+// holds locked), and claims in other processes skip the rows locked. It
+// locks the thread's row too, without waiting (see lockThread).
 // runs_one_running catches the race this leaves (two processes claiming
 // two runs of one thread at once): the second claim fails and is retried.
 const claimQuery = `WITH next AS (
-	SELECT p.run_id FROM runs AS p
+	SELECT p.run_id FROM runs AS p JOIN threads AS t ON t.thread_id = p.thread_id
 	WHERE p.status = 'pending' AND p.created_at <= $4
 		AND NOT EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = p.thread_id AND o.status = 'running')
 		AND NOT EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = p.thread_id AND o.status = 'pending'
 			AND o.created_at <= $4 AND (o.created_at, o.run_id) < (p.created_at, p.run_id))
 	ORDER BY p.created_at, p.run_id
 	LIMIT 1
-	FOR UPDATE SKIP LOCKED)
+	FOR NO KEY UPDATE OF p, t SKIP LOCKED)
 UPDATE runs SET status = 'running', attempt = attempt + 1, lease_owner = $1, lease_expires_at = $2,
 	updated_at = $3, cancel_action = NULL
 FROM next WHERE runs.run_id = next.run_id AND runs.status = 'pending'
@@ -550,6 +568,11 @@ func (db *DB) FinishRun(ctx context.Context, f *graphserver.RunFinish) error {
 		keepValues = len(f.Summary.Values) == 0
 	}
 	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		// The thread's row first (see lockThread), then the run's.
+		if _, err := exec(ctx, tx, `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
+			FOR NO KEY UPDATE`, f.RunID); err != nil {
+			return fmt.Errorf("finish run %s: %w", f.RunID, err)
+		}
 		threadID, err := scalar[string](ctx, tx, `SELECT thread_id FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running'
 			FOR UPDATE`, f.RunID, f.Owner)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -640,8 +663,9 @@ type expiredRun struct {
 func (db *DB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]graphserver.SweptRun, error) {
 	var out []graphserver.SweptRun
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := selectRows[expiredRun](ctx, tx, `SELECT run_id, thread_id, attempt, cancel_action FROM runs
-			WHERE status = 'running' AND lease_expires_at < ? ORDER BY run_id FOR UPDATE SKIP LOCKED`, now)
+		rows, err := selectRows[expiredRun](ctx, tx, `SELECT r.run_id, r.thread_id, r.attempt, r.cancel_action
+			FROM runs AS r JOIN threads AS t ON t.thread_id = r.thread_id
+			WHERE r.status = 'running' AND r.lease_expires_at < ? ORDER BY r.run_id FOR NO KEY UPDATE OF r, t SKIP LOCKED`, now)
 		if err != nil {
 			return fmt.Errorf("select expired runs: %w", err)
 		}

@@ -28,9 +28,16 @@ type cluster struct {
 // crosses processes faster than that travels by notification.
 func newCluster(t *testing.T, n int, lease time.Duration) *cluster {
 	t.Helper()
+	return newClusterIdle(t, n, lease, 0)
+}
+
+// newClusterIdle is newCluster with its first idle servers not started:
+// they serve calls but run nothing (no worker, no listener).
+func newClusterIdle(t *testing.T, n int, lease time.Duration, idle int) *cluster {
+	t.Helper()
 	c := &cluster{ctx: t.Context(), dbs: openShared(t, n), block: graphtest.NewBlocking()}
 	t.Cleanup(c.block.Release)
-	for _, db := range c.dbs {
+	for i, db := range c.dbs {
 		srv, err := graphserver.New(graphserver.Options{
 			Storage:       db,
 			Logger:        slog.New(slog.DiscardHandler),
@@ -39,13 +46,16 @@ func newCluster(t *testing.T, n int, lease time.Duration) *cluster {
 			LeaseDuration: lease,
 		})
 		require.NoError(t, err)
+		c.srvs = append(c.srvs, srv)
+		if i < idle {
+			continue
+		}
 		require.NoError(t, srv.Start(c.ctx))
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 10*time.Second)
 			defer cancel()
 			_ = srv.Close(ctx)
 		})
-		c.srvs = append(c.srvs, srv)
 	}
 	return c
 }
@@ -166,6 +176,20 @@ func TestCrossProcess(t *testing.T) {
 		got, err := b.GetRun(c.ctx, th.ThreadID, run.RunID)
 		require.NoError(t, err)
 		require.Equal(t, graphserver.RunInterrupted, got.Status)
+	})
+
+	t.Run("WakeUpAnotherProcess", func(t *testing.T) {
+		t.Parallel()
+		// A is not started (no worker, no slot): its run waits in the
+		// queue, and B, which polls once an hour, claims it when notified.
+		c := newClusterIdle(t, 2, time.Hour, 1)
+		a, b := c.srvs[0], c.srvs[1]
+		th, err := b.CreateThread(c.ctx, graphserver.ThreadCreate{})
+		require.NoError(t, err)
+		run, err := a.CreateRun(c.ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		require.Equal(t, graphserver.RunPending, run.Status)
+		require.Equal(t, run.RunID, c.started(t), "B claimed the run A created")
 	})
 
 	t.Run("WaitOnAnotherProcess", func(t *testing.T) {

@@ -76,7 +76,7 @@ func getThread(ctx context.Context, q querier, id string, filter graphserver.Fil
 	}
 	lock := ""
 	if forUpdate {
-		lock = " FOR UPDATE"
+		lock = " FOR NO KEY UPDATE"
 	}
 	r, err := getRow[threadRow](ctx, q, `SELECT `+threadColumns+` FROM threads`+w.String()+lock, w.args...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -89,13 +89,19 @@ func getThread(ctx context.Context, q querier, id string, filter graphserver.Fil
 
 // lockThread locks the row of thread id when filter lets it be seen, and
 // returns ENOTFOUND otherwise: getThread without reading the row.
+//
+// Lock order: whatever waits for locks takes its thread's row first, then
+// rows of its runs (claims and sweeps, which take both, never wait: SKIP
+// LOCKED), so processes sharing the database cannot deadlock on them. The
+// thread lock is FOR NO KEY UPDATE, which the foreign key checks of
+// checkpoint writes (FOR KEY SHARE) do not wait for.
 func lockThread(ctx context.Context, q querier, id string, filter graphserver.Filter) error {
 	var w where
 	w.add("thread_id = ?", id)
 	if err := w.filter("metadata", filter); err != nil {
 		return err
 	}
-	_, err := scalar[int](ctx, q, `SELECT 1 FROM threads`+w.String()+` FOR UPDATE`, w.args...)
+	_, err := scalar[int](ctx, q, `SELECT 1 FROM threads`+w.String()+` FOR NO KEY UPDATE`, w.args...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return threadNotFound(id)
 	} else if err != nil {
@@ -484,7 +490,7 @@ func (db *DB) SweepExpiredThreads(ctx context.Context, now time.Time, limit int)
 		}
 		rows, err := selectRows[expired](ctx, tx, `SELECT thread_id, ttl_strategy FROM threads
 			WHERE ttl_expires_at IS NOT NULL AND ttl_expires_at <= ? AND status <> 'busy'
-			ORDER BY ttl_expires_at LIMIT ? FOR UPDATE SKIP LOCKED`, now, limit)
+			ORDER BY ttl_expires_at LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`, now, limit)
 		if err != nil {
 			return fmt.Errorf("select expired threads: %w", err)
 		}

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,18 @@ class Server:
 
     def __init__(self, *flags: str, program: str = "reference") -> None:
         self.dir = tempfile.mkdtemp(prefix="gs-pye2e-")
+        db = os.path.join(self.dir, "gs.db")
+        # GRAPHSERVER_E2E_POSTGRES_URL runs the suite on PostgreSQL: each
+        # server gets a database of its own, dropped when it stops.
+        self.pg_db = None
+        base = os.environ.get("GRAPHSERVER_E2E_POSTGRES_URL")
+        if base:
+            self.pg_db = "gs_pye2e_" + os.urandom(6).hex()
+            subprocess.run(["psql", base, "-qAtc", f"CREATE DATABASE {self.pg_db}"], check=True, capture_output=True)
+            u = urllib.parse.urlsplit(base)
+            db = urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + self.pg_db, u.query, u.fragment))
         self.proc = subprocess.Popen(
-            [_binary(program), "-addr", "127.0.0.1:0", "-db", os.path.join(self.dir, "gs.db"), *flags],
+            [_binary(program), "-addr", "127.0.0.1:0", "-db", db, *flags],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -93,6 +104,10 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.pg_db:
+            base = os.environ["GRAPHSERVER_E2E_POSTGRES_URL"]
+            subprocess.run(["psql", base, "-qAtc", f"DROP DATABASE IF EXISTS {self.pg_db} WITH (FORCE)"], capture_output=True)
+            self.pg_db = None
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,9 @@
-// The four LangGraph agents of examples/agents, driven end to end through
+// The five LangGraph agents of examples/agents, driven end to end through
 // the official JS SDK: a ReAct loop stopping on RemainingSteps, a map-reduce
 // with Send and a join, a supervisor whose sub-agents hand off with a
-// Command to the parent graph, and a human-in-the-loop approval whose
-// interrupt() is in a subgraph invoked from a node.
+// Command to the parent graph, a human-in-the-loop approval whose
+// interrupt() is in a subgraph invoked from a node, and the functional API
+// (an entrypoint calling a task, then interrupt()).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startAgentsServer, collect } from "./server.js";
@@ -171,4 +172,47 @@ test("map_reduce: a replay from a checkpoint id reruns its tasks", async () => {
   assert.deepEqual(started, ["generate_joke", "generate_joke", "generate_joke", "audience_profile", "audience_summary", "best_joke"]);
   const state = await client.threads.getState(thread.thread_id);
   assert.equal(state.values.best, "Why are dogs at home so funny? Because they never stop.");
+});
+
+test("essay: functional API — a task's update streams, interrupt() pauses, the resumed entrypoint reuses the task's result", async () => {
+  const thread = await client.threads.create();
+  const chunks = await collect(client.runs.stream(thread.thread_id, "essay", {
+    input: "cats", streamMode: ["updates", "tasks", "values"],
+  }));
+  // LangGraph's test_imp_task: {task: result} as the task finishes, then the interrupt
+  const updates = of(chunks, "updates");
+  assert.deepEqual(updates[0], { compose_essay: "An essay about cats" });
+  const question = { question: "Please provide a review", essay: "An essay about cats" };
+  assert.deepEqual(updates.slice(1).map((u) => Object.keys(u)), [["__interrupt__"]]);
+  const [interrupt] = updates[1].__interrupt__;
+  assert.deepEqual(interrupt.value, question);
+  // the task call is a PUSH task of the entrypoint's step
+  const started = of(chunks, "tasks").filter((t) => "input" in t);
+  assert.deepEqual(started.map((t) => [t.name, t.triggers]), [["review_workflow", ["__start__"]], ["compose_essay", ["__pregel_push"]]]);
+  assert.equal(started[0].input, "cats");
+
+  assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, ["review_workflow"]);
+  assert.equal(state.values, null, "nothing returned yet");
+  assert.deepEqual(state.tasks.map((t) => [t.name, t.interrupts]), [["review_workflow", [interrupt]]]);
+
+  const resumed = await collect(client.runs.stream(thread.thread_id, "essay", {
+    command: { resume: "This essay is great." }, streamMode: ["updates", "tasks"],
+  }));
+  const output = { essay: "An essay about cats", review: "This essay is great.", earlier_topics: "" };
+  assert.deepEqual(of(resumed, "updates"), [{ review_workflow: output }]);
+  assert.deepEqual(of(resumed, "tasks").filter((t) => "input" in t).map((t) => t.name), ["review_workflow"],
+    "the finished task is not run again");
+  const done = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(done.values, output);
+  assert.deepEqual(done.next, []);
+  const history = await client.threads.getHistory(thread.thread_id);
+  assert.deepEqual(history.map((h) => [h.metadata.source, h.metadata.step, h.next]),
+    [["loop", 0, []], ["input", -1, ["review_workflow"]]]);
+
+  // previous: the next run on the thread reads what the last one saved (entrypoint.final)
+  await client.runs.wait(thread.thread_id, "essay", { input: "dogs" });
+  const out = await client.runs.wait(thread.thread_id, "essay", { command: { resume: "Good." } });
+  assert.deepEqual(out, { essay: "An essay about dogs", review: "Good.", earlier_topics: "cats" });
 });

@@ -2,6 +2,7 @@
 // SQLite file and hands tests an official SDK client pointed at it. Each test file gets its own
 // server, so files are isolated from each other.
 import { spawn, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -39,9 +40,27 @@ export async function startIntegrationServer(...flags) {
   return startProgram("integration", ...flags);
 }
 
+// GRAPHSERVER_E2E_POSTGRES_URL runs the suite on PostgreSQL: each server
+// gets a database of its own on that server, dropped when it stops.
+const pgBase = process.env.GRAPHSERVER_E2E_POSTGRES_URL;
+
+function psql(sql) {
+  execFileSync("psql", [pgBase, "-qAtc", sql], { stdio: ["ignore", "pipe", "pipe"] });
+}
+
 async function startProgram(program, ...flags) {
   const dir = mkdtempSync(join(tmpdir(), "gs-e2e-"));
-  const child = spawn(binary(program), ["-addr", "127.0.0.1:0", "-db", join(dir, "gs.db"), ...flags], {
+  let db = join(dir, "gs.db");
+  let pgName = null;
+  if (pgBase) {
+    pgName = `gs_e2e_${randomBytes(6).toString("hex")}`;
+    psql(`CREATE DATABASE ${pgName}`);
+    const url = new URL(pgBase);
+    url.pathname = `/${pgName}`;
+    db = url.toString();
+  }
+  const dropDB = () => { if (pgName) { psql(`DROP DATABASE IF EXISTS ${pgName} WITH (FORCE)`); pgName = null; } };
+  const child = spawn(binary(program), ["-addr", "127.0.0.1:0", "-db", db, ...flags], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";
@@ -71,10 +90,11 @@ async function startProgram(program, ...flags) {
       await exited;
     },
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) { dropDB(); return; }
       const exited = new Promise((ok) => child.on("exit", ok));
       child.kill("SIGTERM");
       await exited;
+      dropDB();
     },
   };
 }

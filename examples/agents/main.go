@@ -1,4 +1,4 @@
-// Command agents serves four LangGraph agents ported to the graph package,
+// Command agents serves five LangGraph agents ported to the graph package,
 // over the LangGraph Platform API:
 //
 //   - react: a ReAct tool loop (LangGraph's create_react_agent) that stops
@@ -10,7 +10,12 @@
 //   - supervisor: a supervisor and two sub-agents run as subgraphs, handing
 //     off to each other with a Command to the parent graph;
 //   - approval: a booking whose execution invokes an approval graph from a
-//     node; its interrupt() pauses the whole run until a human resumes it.
+//     node; its interrupt() pauses the whole run until a human resumes it;
+//   - essay: LangGraph's functional API (graph.Entrypoint, graph.Task): a
+//     task drafts an essay and interrupt() asks for a review; resumed, the
+//     entrypoint gets the draft back without running the task again, and
+//     the topics written are saved for the thread's next run (graph.Final,
+//     graph.Previous).
 //
 // The chat models are scripted (no network, no keys): they stream their
 // replies word by word as a chat model does, so every stream mode of the
@@ -57,13 +62,14 @@ func main() {
 // shutdownTimeout bounds how long shutdown waits for requests and runs.
 const shutdownTimeout = 10 * time.Second
 
-// graphs builds the four agents by graph id.
+// graphs builds the five agents by graph id.
 func graphs() (map[string]graphserver.Graph, error) {
 	builders := map[string]func() (graphserver.Graph, error){
 		"react":      func() (graphserver.Graph, error) { return reactAgent() },
 		"map_reduce": func() (graphserver.Graph, error) { return mapReduce() },
 		"supervisor": func() (graphserver.Graph, error) { return supervisor() },
 		"approval":   func() (graphserver.Graph, error) { return approval() },
+		"essay":      func() (graphserver.Graph, error) { return essay(), nil },
 	}
 	out := map[string]graphserver.Graph{}
 	for id, build := range builders {

@@ -36,7 +36,7 @@ func contents(msgs []message) []string {
 	return out
 }
 
-// The four agents answer over HTTP (e2e/test/agents.test.js drives them
+// The five agents answer over HTTP (e2e/test/agents.test.js drives them
 // through the JS SDK in every detail).
 func TestAgents(t *testing.T) {
 	t.Parallel()
@@ -92,5 +92,17 @@ func TestAgents(t *testing.T) {
 		var out struct{ Status []string }
 		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "approval", "command": {"resume": "approve"}}`, &out))
 		require.Equal(t, []string{"booked: flight to Oslo, seat 12A"}, out.Status)
+	})
+	t.Run("essay", func(t *testing.T) {
+		var th struct {
+			ThreadID string `json:"thread_id"`
+		}
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads", `{}`, &th))
+		var paused map[string]any
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "essay", "input": "cats"}`, &paused))
+		require.Contains(t, paused, "__interrupt__")
+		var out map[string]string
+		require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id": "essay", "command": {"resume": "Great."}}`, &out))
+		require.Equal(t, map[string]string{"essay": "An essay about cats", "review": "Great.", "earlier_topics": ""}, out)
 	})
 }

@@ -22,11 +22,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -42,10 +44,25 @@ func main() {
 
 const shutdownTimeout = 10 * time.Second
 
+// storage is a graphserver.Storage the program closes.
+type storage interface {
+	graphserver.Storage
+	Close() error
+}
+
+// openStorage opens the database -db names: a postgres:// or
+// postgresql:// URL opens PostgreSQL, anything else is a SQLite file.
+func openStorage(ctx context.Context, db string) (storage, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return postgres.Open(ctx, db)
+	}
+	return sqlite.Open(db)
+}
+
 // newServer opens the database and returns the started server with the
 // integration graphs; the caller closes both.
-func newServer(ctx context.Context, dbPath string, logger *slog.Logger) (*graphserver.Server, *sqlite.DB, error) {
-	db, err := sqlite.Open(dbPath)
+func newServer(ctx context.Context, dbPath string, logger *slog.Logger) (*graphserver.Server, storage, error) {
+	db, err := openStorage(ctx, dbPath)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -69,7 +86,7 @@ func newServer(ctx context.Context, dbPath string, logger *slog.Logger) (*graphs
 func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("integration", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:2024", "address to listen on (127.0.0.1:0 picks a free port)")
-	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit)")
+	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit), or a postgres:// URL")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -8,11 +8,12 @@
 //	go run ./examples/reference                       # http://127.0.0.1:8123, temp database
 //	go run ./examples/reference -addr 127.0.0.1:0     # any free port
 //	go run ./examples/reference -db ref.db -config '{"agent":{"configurable":{"model_name":"x"}}}'
+//	go run ./examples/reference -prefix /agents       # the API under http://127.0.0.1:8123/agents
 //
 // -config seeds the system assistants' config and context, in the shape of
 // LangGraph's LANGGRAPH_CONFIG (its default, also read from that variable,
 // is the reference set). The program prints "listening on http://HOST:PORT"
-// once the port is bound and shuts down cleanly on SIGINT or SIGTERM.
+// (followed by the -prefix) once the port is bound and shuts down cleanly on SIGINT or SIGTERM.
 package main
 
 import (
@@ -59,12 +60,17 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	fs := flag.NewFlagSet("reference", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8123", "address to listen on (127.0.0.1:0 picks a free port)")
 	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit), or a postgres:// URL")
+	prefix := fs.String("prefix", "", "serve the API under this path prefix (e.g. /agents), through http.StripPrefix, as an application mounting it beside its own routes does")
 	lease := fs.Duration("lease", graphserver.LeaseDurationDefault, "run lease: how long a run of a process that died stays claimed before another process takes it over")
 	privateWebhooks := fs.Bool("allow-private-webhooks", false, "accept webhook URLs on private and loopback addresses (tests with a local receiver)")
 	configJSON := fs.String("config", cmp.Or(os.Getenv("LANGGRAPH_CONFIG"), defaultConfig),
 		`system assistants' config/context by graph id: {"<graph_id>": {"configurable": {...}} | {"context": {...}}}`)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	*prefix = strings.TrimRight(*prefix, "/")
+	if *prefix != "" && !strings.HasPrefix(*prefix, "/") {
+		return fmt.Errorf("-prefix %q: must start with /", *prefix)
 	}
 	var seeds map[string]graphserver.Object
 	if err := json.Unmarshal([]byte(*configJSON), &seeds); err != nil {
@@ -118,13 +124,19 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	if err != nil {
 		return err
 	}
+	var handler http.Handler = httpapi.New(srv, httpapi.Options{Logger: logger, EnableTruncate: true})
+	if *prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(*prefix+"/", http.StripPrefix(*prefix, handler))
+		handler = mux
+	}
 	hs := &http.Server{
-		Handler:           httpapi.New(srv, httpapi.Options{Logger: logger, EnableTruncate: true}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "listening on http://%s%s\n", ln.Addr(), *prefix)
 
 	select {
 	case err := <-serveErr:
