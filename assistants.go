@@ -174,7 +174,7 @@ func (s *Server) GetAssistant(ctx context.Context, id string) (*Assistant, error
 	if err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "assistants", "read", map[string]any{"assistant_id": id})
+	filter, err := s.authFilter(ctx, "assistants", "read", &AssistantRef{AssistantID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -201,15 +201,18 @@ func (s *Server) UpdateAssistant(ctx context.Context, id string, p AssistantPatc
 			return nil, err
 		}
 	}
-	filter, err := s.authFilter(ctx, "assistants", "update", &p)
+	u := &AssistantUpdate{AssistantID: id, AssistantPatch: p}
+	filter, err := s.authFilter(ctx, "assistants", "update", u)
 	if err != nil {
 		return nil, err
 	}
+	p = u.AssistantPatch
 	return s.storage.UpdateAssistant(ctx, id, &p, s.clock(), filter)
 }
 
 // DeleteAssistant deletes the assistant and its versions; with
-// deleteThreads, also the threads whose metadata.assistant_id is its id.
+// deleteThreads, also the threads whose metadata.assistant_id is its id
+// that the caller may delete (threads:delete filter).
 // It returns EINVALID for a malformed id and ENOTFOUND when the assistant is
 // missing or hidden. It blocks on storage.
 func (s *Server) DeleteAssistant(ctx context.Context, id string, deleteThreads bool) error {
@@ -217,16 +220,59 @@ func (s *Server) DeleteAssistant(ctx context.Context, id string, deleteThreads b
 	if err != nil {
 		return err
 	}
-	filter, err := s.authFilter(ctx, "assistants", "delete", map[string]any{"assistant_id": id})
+	filter, err := s.authFilter(ctx, "assistants", "delete", &AssistantRef{AssistantID: id})
 	if err != nil {
 		return err
 	}
 	if !deleteThreads {
 		return s.storage.DeleteAssistant(ctx, id, false, filter)
 	}
+	threadFilter, err := s.authFilter(ctx, "threads", "delete", &ThreadRef{})
+	if err != nil {
+		return err
+	}
+	if threadFilter != nil {
+		return s.deleteAssistantFiltered(ctx, id, filter, threadFilter)
+	}
 	// The threads deleted are not known beforehand: their runs are stopped
 	// and their streams ended after the deletion.
 	return s.deleteThreads(ctx, nil, func() error { return s.storage.DeleteAssistant(ctx, id, true, filter) })
+}
+
+// deleteAssistantFiltered deletes an assistant with only the threads of it
+// that threadFilter (the caller's threads:delete filter) lets the caller
+// delete: the others, a tenant's own, stay. The assistant is checked first,
+// so that a hidden one deletes nothing.
+func (s *Server) deleteAssistantFiltered(ctx context.Context, id string, filter, threadFilter Filter) error {
+	if _, err := s.storage.GetAssistant(ctx, id, filter); err != nil {
+		return err
+	}
+	for {
+		rows, err := s.storage.SearchThreads(ctx, &ThreadSearch{
+			Metadata: Metadata{"assistant_id": id}, Filter: threadFilter,
+			Limit: MaxLimit, SortBy: "thread_id", SortOrder: "asc", Select: []string{"thread_id"},
+		})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		ids := make([]string, len(rows))
+		for i, t := range rows {
+			ids[i] = t.ThreadID
+		}
+		var n int
+		if err := s.deleteThreads(ctx, ids, func() (err error) {
+			n, err = s.storage.PruneThreads(ctx, ids, PruneDelete, threadFilter)
+			return err
+		}); err != nil {
+			return err
+		} else if n == 0 {
+			break // nothing more the caller may delete: never loop on it
+		}
+	}
+	return s.storage.DeleteAssistant(ctx, id, false, filter)
 }
 
 // SearchAssistants returns one page of the assistants matching q, sorted by
@@ -293,7 +339,7 @@ func (s *Server) ListAssistantVersions(ctx context.Context, id string, q Assista
 	if err := checkFilter("metadata", q.Metadata); err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "assistants", "read", map[string]any{"assistant_id": id})
+	filter, err := s.authFilter(ctx, "assistants", "read", &AssistantRef{AssistantID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +367,7 @@ func (s *Server) SetLatestAssistantVersion(ctx context.Context, id string, versi
 	if version < 1 {
 		return nil, Errorf(EINVALID, "Invalid version %d: must be a positive integer", version)
 	}
-	filter, err := s.authFilter(ctx, "assistants", "update", map[string]any{"assistant_id": id, "version": version})
+	filter, err := s.authFilter(ctx, "assistants", "update", &AssistantUpdate{AssistantID: id, Version: version})
 	if err != nil {
 		return nil, err
 	}

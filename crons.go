@@ -423,10 +423,10 @@ func withoutCronID(rc *RunCreate, id string) {
 	}
 }
 
-// cronCreateValue is the value crons:create authorization handlers see
+// CronCreateValue is the value crons:create authorization handlers see
 // (wire contract §7.4). Handlers may change Metadata: the cron is created
 // with theirs.
-type cronCreateValue struct {
+type CronCreateValue struct {
 	Payload  *RunCreate `json:"payload"`
 	Schedule string     `json:"schedule"`
 	CronID   string     `json:"cron_id"`
@@ -436,8 +436,8 @@ type cronCreateValue struct {
 	Metadata Metadata   `json:"metadata"`
 }
 
-// cronUpdateValue is the value crons:update authorization handlers see.
-type cronUpdateValue struct {
+// CronUpdateValue is the value crons:update authorization handlers see.
+type CronUpdateValue struct {
 	CronID         string     `json:"cron_id"`
 	Schedule       *string    `json:"schedule"`
 	EndTime        *time.Time `json:"end_time"`
@@ -450,12 +450,24 @@ type cronUpdateValue struct {
 // cronOwner returns the identity a cron created in ctx belongs to ("" when
 // the request carries none). Access control records it as the cron's
 // user_id.
-func (s *Server) cronOwner(ctx context.Context) string { return "" }
+func (s *Server) cronOwner(ctx context.Context) string {
+	if u := UserFromContext(ctx); u != nil {
+		return u.Identity
+	}
+	return ""
+}
 
 // cronRunContext returns the context a cron's runs are created in: the
-// scheduler's, acting for the cron's owner (c.UserID) once access control
-// knows identities.
-func (s *Server) cronRunContext(ctx context.Context, c *Cron) context.Context { return ctx }
+// scheduler's, acting for the cron's owner (c.UserID), so that the run
+// passes the threads:create_run handler as its owner and sees the owner in
+// its configurable. A cron without an owner (created without access
+// control) runs as no one: with an Auth set, its runs are refused.
+func (s *Server) cronRunContext(ctx context.Context, c *Cron) context.Context {
+	if c.UserID == "" {
+		return ctx
+	}
+	return NewContextWithUser(ctx, &User{Identity: c.UserID, IsAuthenticated: true})
+}
 
 // CreateCron creates a cron: on thread threadID (each firing creates a run
 // on that thread, with the payload's multitask strategy), or stateless when
@@ -501,14 +513,14 @@ func (s *Server) CreateCron(ctx context.Context, threadID string, c CronCreate) 
 	payload.AssistantID = asst.AssistantID
 	payload.Headers = nil
 	withCronID(&payload, id)
-	value := &cronCreateValue{Payload: &payload, Schedule: c.Schedule, CronID: id, ThreadID: nullString(threadID),
+	value := &CronCreateValue{Payload: &payload, Schedule: c.Schedule, CronID: id, ThreadID: nullString(threadID),
 		UserID: nullString(s.cronOwner(ctx)), EndTime: c.EndTime, Metadata: c.Metadata.Clone()}
 	if _, err := s.authFilter(ctx, "crons", "create", value); err != nil {
 		return nil, err
 	}
 	var threadFilter Filter
 	if !stateless {
-		if threadFilter, err = s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": threadID}); err != nil {
+		if threadFilter, err = s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: threadID}); err != nil {
 			return nil, err
 		}
 	}
@@ -546,7 +558,7 @@ func (s *Server) cronThreadFilter(ctx context.Context, id string, filter Filter)
 	if err != nil || c.ThreadID == "" {
 		return c, nil, err
 	}
-	tf, err := s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": c.ThreadID})
+	tf, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: c.ThreadID})
 	return c, tf, err
 }
 
@@ -558,7 +570,7 @@ func (s *Server) GetCron(ctx context.Context, id string) (*Cron, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "crons", "read", map[string]any{"cron_id": id})
+	filter, err := s.authFilter(ctx, "crons", "read", &CronRef{CronID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -582,7 +594,7 @@ func (s *Server) UpdateCron(ctx context.Context, id string, p CronPatch) (*Cron,
 	if err != nil {
 		return nil, err
 	}
-	value := &cronUpdateValue{CronID: id, Schedule: p.Schedule, EndTime: p.EndTime, Enabled: p.Enabled,
+	value := &CronUpdateValue{CronID: id, Schedule: p.Schedule, EndTime: p.EndTime, Enabled: p.Enabled,
 		OnRunCompleted: p.OnRunCompleted, Payload: &p, Metadata: p.Metadata.Clone()}
 	filter, err := s.authFilter(ctx, "crons", "update", value)
 	if err != nil {
@@ -697,7 +709,7 @@ func (s *Server) DeleteCron(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	filter, err := s.authFilter(ctx, "crons", "delete", map[string]any{"cron_id": id})
+	filter, err := s.authFilter(ctx, "crons", "delete", &CronRef{CronID: id})
 	if err != nil {
 		return err
 	}
@@ -733,7 +745,7 @@ func (s *Server) checkCronSearch(ctx context.Context, q *CronSearch) error {
 	}
 	var threadFilter Filter
 	if q.ThreadID != "" {
-		threadFilter, err = s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": q.ThreadID})
+		threadFilter, err = s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: q.ThreadID})
 	} else {
 		threadFilter, err = s.authFilter(ctx, "threads", "search", &ThreadSearch{})
 	}

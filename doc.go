@@ -97,6 +97,18 @@ when configured, else SQLite full-text search). Store returns the same store
 as the graphserver.Store that graphs reach from their nodes, so graphs share
 memory across threads.
 
+# Access control
+
+Options.Auth (see Auth, NewAuth) names the caller of each request through
+an Authenticator (packages jwtauth and apikey hold two) and decides every
+event with the most specific handler registered for it (resource:action,
+resource, *:action, *). A handler allows, refuses (Forbidden, AuthError), or
+returns a Filter the storage applies inside its queries; what a filter
+hides behaves as missing. Runs, state, streams and crons are checked
+through their thread. httpapi authenticates each request and puts the User
+in its context; in-process callers do so with NewContextWithUser. See
+ExampleAuth.
+
 # Errors
 
 Methods return *Error values with a Code: EINVALID (bad input, HTTP 422),

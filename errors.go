@@ -29,7 +29,13 @@ type Error struct {
 	Message string
 	Status  int
 	Headers map[string]string
+	// Err is the underlying cause, if any (an authenticator's error, for
+	// example); it is never shown to API users.
+	Err error
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error implements the error interface.
 func (e *Error) Error() string {

@@ -23,7 +23,11 @@ type eventLog struct {
 	runID     string
 	threadID  string
 	resumable bool
-	hub       *threadHub // the thread streams the log's events also go to; nil: none
+	// threadMeta is the metadata of the run's thread when the run was
+	// created: access control checks it when the thread is gone (a
+	// stateless run's temporary thread). Set before the log is shared.
+	threadMeta Metadata
+	hub        *threadHub // the thread streams the log's events also go to; nil: none
 
 	mu       sync.Mutex
 	events   []StreamEvent
@@ -514,15 +518,16 @@ func (r *logRegistry) notify(runID string) {
 	r.watches.wake(runID)
 }
 
-// open returns the log of a new run, creating it.
-func (r *logRegistry) open(runID, threadID string, resumable bool) *eventLog {
+// open returns the log of a new run, creating it; threadMeta is its
+// thread's metadata (see eventLog.threadMeta).
+func (r *logRegistry) open(runID, threadID string, resumable bool, threadMeta Metadata) *eventLog {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l, ok := r.logs[runID]; ok {
 		return l
 	}
 	l := newEventLog(runID, threadID, resumable)
-	l.hub, l.maxSize = &r.hub, r.maxSize
+	l.hub, l.maxSize, l.threadMeta = &r.hub, r.maxSize, threadMeta
 	r.logs[runID] = l
 	r.notify(runID)
 	return l
@@ -546,6 +551,7 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool, stored int)
 	l.hub, l.maxSize = &r.hub, r.maxSize
 	l.attached = true
 	if old != nil {
+		l.threadMeta = old.threadMeta
 		old.mu.Lock()
 		l.events, l.base, l.size, l.stored = slices.Clone(old.events), old.base, old.size, old.stored
 		old.mu.Unlock()

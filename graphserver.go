@@ -103,6 +103,12 @@ type Options struct {
 	// Webhooks configures webhook delivery; without a Sender, runs asking
 	// for a webhook are refused.
 	Webhooks WebhookOptions
+
+	// Auth is the access control: who the caller is (httpapi asks it once
+	// per request) and what each caller may see and do, enforced on every
+	// Server method. Default nil: everything is allowed, and no credentials
+	// are asked.
+	Auth *Auth
 }
 
 // Server hosts graphs and implements every operation of the API as a Go
@@ -116,6 +122,7 @@ type Server struct {
 	now     func() time.Time
 	itemCfg itemConfig
 	rq      *runQueue
+	auth    *Auth // nil: everything allowed
 
 	optimizeInterval time.Duration // <= 0: never
 	cronInterval     time.Duration // <= 0: never
@@ -149,6 +156,7 @@ func New(opts Options) (*Server, error) {
 		logger:   opts.Logger,
 		now:      opts.Now,
 		itemCfg:  newItemConfig(opts),
+		auth:     opts.Auth,
 		lifetime: lifetime,
 
 		optimizeInterval: opts.OptimizeInterval,
@@ -295,15 +303,6 @@ func (s *Server) recovered(what string, fn func(), attrs ...any) (panicked bool)
 func (s *Server) beginDrain() {
 	s.itemCfg.beginDrain()
 	s.rq.beginDrain()
-}
-
-// authFilter returns the access-control filter that narrows the caller's
-// (identity taken from ctx) view of resource for action; value is the
-// request as the authorization handlers see it. Every storage call of a
-// Server method passes through here, so auth hooks in at one place. A nil
-// Filter lets the caller see everything (no auth configured).
-func (s *Server) authFilter(ctx context.Context, resource, action string, value any) (Filter, error) {
-	return nil, nil
 }
 
 // OptimizeIntervalDefault is the default Options.OptimizeInterval.

@@ -578,7 +578,11 @@ func (s *Server) GetRun(ctx context.Context, threadID, runID string) (*Run, erro
 	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return nil, err
 	}
-	return rs.GetRun(ctx, threadID, runID, nil)
+	filter, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: threadID, RunID: runID})
+	if err != nil {
+		return nil, err
+	}
+	return rs.GetRun(ctx, threadID, runID, filter)
 }
 
 // ListRuns lists a thread's runs, newest first. EINVALID for a bad limit,
@@ -608,6 +612,11 @@ func (s *Server) ListRuns(ctx context.Context, threadID string, q RunSearch) ([]
 			return nil, Errorf(EINVALID, "select must list columns among %s.", strings.Join(RunSelectColumns, ", "))
 		}
 	}
+	filter, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: threadID})
+	if err != nil {
+		return nil, err
+	}
+	q.Filter = q.Filter.And(filter)
 	return rs.ListRuns(ctx, threadID, &q)
 }
 
@@ -623,11 +632,15 @@ func (s *Server) DeleteRun(ctx context.Context, threadID, runID string) error {
 	if threadID, runID, err = checkRunIDs(threadID, runID); err != nil {
 		return err
 	}
-	run, err := rs.GetRun(ctx, threadID, runID, nil)
+	filter, err := s.authFilter(ctx, "threads", "delete", &ThreadRef{ThreadID: threadID, RunID: runID})
 	if err != nil {
 		return err
 	}
-	if err := rs.DeleteRun(ctx, run.ThreadID, runID, nil); err != nil {
+	run, err := rs.GetRun(ctx, threadID, runID, filter)
+	if err != nil {
+		return err
+	}
+	if err := rs.DeleteRun(ctx, run.ThreadID, runID, filter); err != nil {
 		return err
 	}
 	s.rq.logs.drop(runID)
@@ -657,7 +670,11 @@ func (s *Server) CancelRun(ctx context.Context, threadID, runID, action string) 
 	if action != CancelInterrupt && action != CancelRollback {
 		return Errorf(EINVALID, "action must be interrupt or rollback.")
 	}
-	cancelled, err := rs.CancelRuns(ctx, &RunCancelSelect{ThreadID: threadID, RunIDs: []string{runID}}, action, s.clock(), nil)
+	filter, err := s.cancelFilter(ctx, threadID, []string{runID}, "", action)
+	if err != nil {
+		return err
+	}
+	cancelled, err := rs.CancelRuns(ctx, &RunCancelSelect{ThreadID: threadID, RunIDs: []string{runID}}, action, s.clock(), filter)
 	if err != nil {
 		return err
 	}
@@ -702,7 +719,11 @@ func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action str
 		}
 		sel.RunIDs = ids
 	}
-	cancelled, err := rs.CancelRuns(ctx, &sel, action, s.clock(), nil)
+	filter, err := s.cancelFilter(ctx, sel.ThreadID, sel.RunIDs, sel.Status, action)
+	if err != nil {
+		return err
+	}
+	cancelled, err := rs.CancelRuns(ctx, &sel, action, s.clock(), filter)
 	if err != nil {
 		return err
 	}
@@ -711,6 +732,13 @@ func (s *Server) CancelRuns(ctx context.Context, sel RunCancelSelect, action str
 	}
 	s.applyCancelled(cancelled)
 	return nil
+}
+
+// cancelFilter asks threads:update about a cancellation, with the value
+// LangGraph gives it: the action, and the run ids and status in metadata.
+func (s *Server) cancelFilter(ctx context.Context, threadID string, runIDs []string, status, action string) (Filter, error) {
+	meta := Metadata{"run_ids": slices.Clone(runIDs), "status": status}
+	return s.authFilter(ctx, "threads", "update", &ThreadUpdate{ThreadID: threadID, Action: action, ThreadPatch: ThreadPatch{Metadata: meta}})
 }
 
 // JoinRun blocks until the run ends and returns its final output, as
@@ -742,12 +770,23 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 	if err != nil {
 		return nil, err
 	}
+	rs, err := s.runStorage()
+	if err != nil {
+		return nil, err
+	}
+	filter, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: threadID, RunID: runID})
+	if err != nil {
+		return nil, err
+	}
 	log := s.rq.logs.get(runID)
 	var run *Run
 	if log != nil && (threadID == "" || threadID == log.threadID) {
 		// The log outlives temporary threads: replay it without storage.
+		if err := s.checkLogAccess(ctx, log, filter); err != nil {
+			return nil, err
+		}
 		run = &Run{RunID: runID, ThreadID: log.threadID}
-	} else if run, err = s.GetRun(ctx, threadID, runID); err != nil {
+	} else if run, err = rs.GetRun(ctx, threadID, runID, filter); err != nil {
 		return nil, err
 	} else {
 		// Only the executing process's log is live: without one here, the
@@ -766,6 +805,37 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 		modes:        opts.StreamMode,
 		cancelOnDrop: opts.CancelOnDisconnect,
 	}, nil
+}
+
+// checkLogAccess returns ENOTFOUND when filter hides the thread of a run
+// whose log is held here: checked in storage while the run is there, else
+// (its temporary thread deleted with it) against the thread's metadata
+// recorded in the log.
+func (s *Server) checkLogAccess(ctx context.Context, log *eventLog, filter Filter) error {
+	if filter == nil {
+		return nil
+	}
+	rs, err := s.runStorage()
+	if err != nil {
+		return err
+	}
+	_, err = rs.GetRun(ctx, log.threadID, log.runID, filter)
+	if ErrorCode(err) != ENOTFOUND {
+		return err
+	}
+	if _, err := rs.GetRun(ctx, log.threadID, log.runID, nil); ErrorCode(err) != ENOTFOUND {
+		if err != nil {
+			return err
+		}
+		return Errorf(ENOTFOUND, "Run %s not found.", log.runID) // there, but hidden
+	}
+	ok, err := matchFilter(log.threadMeta, filter)
+	if err != nil {
+		return err
+	} else if !ok {
+		return Errorf(ENOTFOUND, "Run %s not found.", log.runID)
+	}
+	return nil
 }
 
 // finishedOutput is the final output of a run whose log is gone: the
@@ -954,11 +1024,17 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	if err != nil {
 		return nil, nil, err
 	}
-	var thread *Thread
 	if stateless {
 		threadID = uuid.NewString()
-	} else {
-		thread, err = s.storage.GetThread(ctx, threadID, nil)
+	}
+	runID := uuid.Must(uuid.NewV7()).String()
+	filter, err := s.authFilter(ctx, "threads", "create_run", &RunRequest{ThreadID: threadID, RunID: runID, RunCreate: rc})
+	if err != nil {
+		return nil, nil, err
+	}
+	var thread *Thread
+	if !stateless {
+		thread, err = s.storage.GetThread(ctx, threadID, filter)
 		if ErrorCode(err) == ENOTFOUND {
 			if rc.IfNotExists != IfNotExistsCreate {
 				return nil, nil, Errorf(ENOTFOUND, "Thread or assistant not found.")
@@ -969,7 +1045,6 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	}
 
 	now := s.clock()
-	runID := uuid.Must(uuid.NewV7()).String()
 	temporary := stateless && rc.OnCompletion != OnCompletionKeep
 	var threadCfg, threadMeta Object
 	if thread != nil {
@@ -991,6 +1066,21 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	configurable["thread_id"] = threadID
 	configurable["graph_id"] = asst.GraphID
 	configurable["assistant_id"] = asst.AssistantID
+	if u := UserFromContext(ctx); u != nil && s.auth != nil {
+		// LangGraph's names: graphs read the caller from these.
+		// In decoded-JSON form: the graph sees the same types whether its
+		// run was claimed at insertion or read back from storage.
+		obj, err := canonicalJSON(u.Object())
+		if err != nil {
+			return nil, nil, Errorf(EINVALID, "The user's extra fields cannot be encoded as JSON: %v", err)
+		}
+		configurable["langgraph_auth_user"] = obj
+		configurable["langgraph_auth_user_id"] = u.Identity
+		configurable["langgraph_auth_permissions"] = obj.(map[string]any)["permissions"]
+		if v, ok := configurable["user_id"]; !ok || v == nil || v == "" {
+			configurable["user_id"] = u.Identity
+		}
+	}
 	if _, ok := configurable["user_id"]; !ok {
 		configurable["user_id"] = nil
 	}
@@ -1046,7 +1136,14 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 			Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{},
 		}
 	}
-	log := s.rq.logs.open(runID, threadID, rc.StreamResumable)
+	ins.Filter = filter
+	logMeta := ins.ThreadMetadata
+	if thread != nil {
+		logMeta = thread.Metadata.Merge(ins.ThreadMetadata)
+	} else if ins.CreateThread != nil {
+		logMeta = ins.CreateThread.Metadata
+	}
+	log := s.rq.logs.open(runID, threadID, rc.StreamResumable, logMeta)
 	// The first event goes out at once; a later attempt adds its own.
 	log.append("metadata", marshalOutput(map[string]any{"run_id": runID, "attempt": 1}))
 	slot := rc.AfterSeconds == 0 && s.rq.acquireSlot()

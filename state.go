@@ -167,7 +167,11 @@ func (s *Server) stateThread(ctx context.Context, threadID, action string) (*Thr
 	if err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "threads", action, map[string]any{"thread_id": id})
+	var value any = &ThreadRef{ThreadID: id}
+	if action == "update" {
+		value = &ThreadUpdate{ThreadID: id, Action: "update_state"}
+	}
+	filter, err := s.authFilter(ctx, "threads", action, value)
 	if err != nil {
 		return nil, err
 	}

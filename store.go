@@ -199,6 +199,9 @@ type ItemIndexEntry struct {
 // ItemQuery selects items for ItemStorage.SearchItems.
 type ItemQuery struct {
 	NamespacePrefix []string // a namespace matches when it starts with these labels
+	// NamespaceLabels, from access control, restricts the search to the
+	// namespaces holding every one of these labels, at any position.
+	NamespaceLabels []string
 	Conditions      []ItemCondition
 	Query           string    // full-text query (when Vector is nil)
 	Vector          []float32 // query embedding
@@ -291,8 +294,18 @@ func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
 			fields = p.Index.Fields
 		}
 	}
-	if _, err := s.storeAuth(ctx, "put", map[string]any{"namespace": p.Namespace, "key": p.Key, "value": p.Value, "index": p.Index, "ttl": p.TTL}); err != nil {
+	sr := &StoreRequest{Namespace: slices.Clone(p.Namespace), Key: p.Key, Value: p.Value}
+	f, err := s.storeAuth(ctx, "put", sr)
+	if err != nil {
 		return err
+	}
+	if sr.Value != nil {
+		p.Value = sr.Value // as the handler left it
+	}
+	if ok, err := matchItem(p.Namespace, p.Key, p.Value, f); err != nil {
+		return err
+	} else if !ok {
+		return Forbidden("Not authorized to write this item.")
 	}
 	// Work on a canonical copy: the caller keeps its map, and the indexed
 	// texts are those of the stored JSON.
@@ -361,13 +374,20 @@ func (s *Server) GetItem(ctx context.Context, namespace []string, key string, re
 		return nil, err
 	}
 	refresh := refreshTTL == nil || *refreshTTL
-	if _, err := s.storeAuth(ctx, "get", map[string]any{"namespace": namespace, "key": key, "refresh_ttl": refresh}); err != nil {
+	f, err := s.storeAuth(ctx, "get", &StoreRequest{Namespace: slices.Clone(namespace), Key: key})
+	if err != nil {
 		return nil, err
+	}
+	if ok, err := matchItem(namespace, key, nil, keysOnly(f)); err != nil || !ok {
+		return nil, err // hidden: as missing
 	}
 	it, err := st.GetItem(ctx, namespace, key, s.itemClock(), refresh)
 	if ErrorCode(err) == ENOTFOUND {
 		return nil, nil
 	} else if err != nil {
+		return nil, err
+	}
+	if ok, err := matchItem(it.Namespace, it.Key, it.Value, f); err != nil || !ok {
 		return nil, err
 	}
 	return it, nil
@@ -383,8 +403,15 @@ func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string)
 	} else if key == "" {
 		return Errorf(EINVALID, "key is required")
 	}
-	if _, err := s.storeAuth(ctx, "delete", map[string]any{"namespace": namespace, "key": key}); err != nil {
+	f, err := s.storeAuth(ctx, "delete", &StoreRequest{Namespace: slices.Clone(namespace), Key: key})
+	if err != nil {
 		return err
+	}
+	if len(f) > len(keysOnly(f)) {
+		return Errorf(EINTERNAL, "Access filters on item values are not supported on store delete.")
+	}
+	if ok, err := matchItem(namespace, key, nil, f); err != nil || !ok {
+		return err // hidden: as missing, and deleting a missing item does nothing
 	}
 	return st.DeleteItem(ctx, namespace, key)
 }
@@ -424,18 +451,23 @@ func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]Sear
 	if err != nil {
 		return nil, err
 	}
-	authz, err := s.storeAuth(ctx, "search", map[string]any{"namespace": req.NamespacePrefix, "filter": req.Filter,
-		"limit": limit, "offset": req.Offset, "query": req.Query, "refresh_ttl": req.RefreshTTL == nil || *req.RefreshTTL})
+	authz, err := s.storeAuth(ctx, "search", &StoreRequest{Namespace: slices.Clone(req.NamespacePrefix), Filter: req.Filter,
+		Limit: limit, Offset: req.Offset, Query: req.Query})
 	if err != nil {
 		return nil, err
 	}
-	authConds, err := parseItemFilter(authz)
+	labels, rest, err := namespaceLabels(authz)
+	if err != nil {
+		return nil, err
+	}
+	authConds, err := parseItemFilter(rest)
 	if err != nil {
 		return nil, fmt.Errorf("store access filter: %w", err)
 	}
 	conds = append(conds, authConds...)
 	q := &ItemQuery{
 		NamespacePrefix: slices.Clone(req.NamespacePrefix),
+		NamespaceLabels: labels,
 		Conditions:      conds,
 		Limit:           limit,
 		Offset:          req.Offset,
@@ -481,9 +513,16 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	} else if req.MaxDepth < 0 {
 		return nil, Errorf(EINVALID, "max_depth must be a positive integer or null")
 	}
-	if _, err := s.storeAuth(ctx, "list_namespaces", map[string]any{"namespace": req.Prefix, "suffix": req.Suffix,
-		"max_depth": req.MaxDepth, "limit": limit, "offset": req.Offset}); err != nil {
+	authz, err := s.storeAuth(ctx, "list_namespaces", &StoreRequest{Namespace: slices.Clone(req.Prefix), Suffix: slices.Clone(req.Suffix),
+		MaxDepth: req.MaxDepth, Limit: limit, Offset: req.Offset})
+	if err != nil {
 		return nil, err
+	}
+	labels, rest, err := namespaceLabels(authz)
+	if err != nil {
+		return nil, err
+	} else if len(rest) > 0 {
+		return nil, Errorf(EINTERNAL, "Access filters on item values are not supported on store list_namespaces.")
 	}
 	// The labels before the first wildcard narrow the query; the rest is
 	// matched here.
@@ -497,7 +536,7 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	}
 	var out [][]string
 	for _, ns := range all {
-		if !labelsMatch(ns, req.Prefix, false) || !labelsMatch(ns, req.Suffix, true) {
+		if !labelsMatch(ns, req.Prefix, false) || !labelsMatch(ns, req.Suffix, true) || !hasLabels(ns, labels) {
 			continue
 		}
 		if req.MaxDepth > 0 && len(ns) > req.MaxDepth {
@@ -514,20 +553,109 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	return out[:min(limit, len(out))], nil
 }
 
-// storeAuth asks the access-control hook (authFilter) about a store action;
-// value is the request as authorization handlers see it. Search applies the
-// returned filter to item values inside its query (ANDed with the caller's
-// filter). The other actions cannot apply a filter yet, so they refuse with
-// EFORBIDDEN rather than ignore it.
-func (s *Server) storeAuth(ctx context.Context, action string, value map[string]any) (map[string]any, error) {
-	f, err := s.authFilter(ctx, "store", action, value)
-	if err != nil {
-		return nil, err
+// storeAuth asks the access-control hook (authFilter) about a store action.
+// The filter it returns applies to an item as the document {...value,
+// "namespace": [labels], "key": key}: "namespace" conditions hold the
+// labels the namespace must contain ($contains, or a list by containment),
+// other keys are value fields.
+func (s *Server) storeAuth(ctx context.Context, action string, value *StoreRequest) (Filter, error) {
+	return s.authFilter(ctx, "store", action, value)
+}
+
+// keysOnly returns the conditions of f on "namespace" and "key", the ones
+// known before an item is read.
+func keysOnly(f Filter) Filter {
+	var out Filter
+	for k, v := range f {
+		if k == "namespace" || k == "key" {
+			if out == nil {
+				out = Filter{}
+			}
+			out[k] = v
+		}
 	}
-	if len(f) > 0 && action != "search" {
-		return nil, Errorf(EFORBIDDEN, "Access filters on store %s are not supported.", action)
+	return out
+}
+
+// matchItem reports whether the item at namespace and key, with value,
+// matches the store access filter f.
+func matchItem(namespace []string, key string, value Object, f Filter) (bool, error) {
+	if len(f) == 0 {
+		return true, nil
 	}
-	return f, nil
+	doc := map[string]any{}
+	for k, v := range value {
+		doc[k] = v
+	}
+	ns := make([]any, len(namespace))
+	for i, l := range namespace {
+		ns[i] = l
+	}
+	doc["namespace"], doc["key"] = ns, key
+	return matchFilter(doc, f)
+}
+
+// namespaceLabels splits a store access filter into the labels its
+// "namespace" condition requires and the other conditions. A "namespace"
+// condition is {"$contains": label | [labels]}, {"$eq": [labels]} or
+// [labels] (containment: the namespace holds them all), or a label; a
+// "key" condition cannot narrow a search or a listing (EINTERNAL: the
+// handler asked for what the store cannot do).
+func namespaceLabels(f Filter) ([]string, Filter, error) {
+	var labels []string
+	var rest Filter
+	for k, v := range f {
+		switch k {
+		case "namespace":
+			c, err := canonicalJSON(v)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ops, ok := operatorObject(c); ok {
+				if len(ops) != 1 {
+					return nil, nil, Errorf(EINTERNAL, "A store access filter on namespace takes one operator.")
+				}
+				for op, arg := range ops {
+					if op != "$contains" && op != "$eq" {
+						return nil, nil, Errorf(EINTERNAL, "The store access filter operator %q is not supported on namespace.", op)
+					}
+					c = arg
+				}
+			}
+			switch c := c.(type) {
+			case string:
+				labels = append(labels, c)
+			case []any:
+				for _, e := range c {
+					l, ok := e.(string)
+					if !ok {
+						return nil, nil, Errorf(EINTERNAL, "A store access filter on namespace takes labels (strings).")
+					}
+					labels = append(labels, l)
+				}
+			default:
+				return nil, nil, Errorf(EINTERNAL, "A store access filter on namespace takes labels (strings).")
+			}
+		case "key":
+			return nil, nil, Errorf(EINTERNAL, "Store access filters on key are not supported on searches and listings.")
+		default:
+			if rest == nil {
+				rest = Filter{}
+			}
+			rest[k] = v
+		}
+	}
+	return labels, rest, nil
+}
+
+// hasLabels reports whether ns holds every label of labels.
+func hasLabels(ns, labels []string) bool {
+	for _, l := range labels {
+		if !slices.Contains(ns, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // labelsMatch reports whether ns starts (or, with atEnd, ends) with pattern,
@@ -819,30 +947,32 @@ func collectPath(v any, segs []pathSeg, out *[]any) {
 // default index fields, default TTL and TTL refresh on reads.
 func (s *Server) Store() Store { return serverStore{s} }
 
-// serverStore adapts the Server's store methods to the Store interface.
+// serverStore adapts the Server's store methods to the Store interface. A
+// graph's store is not subject to access control (as in LangGraph): the
+// graph decides which namespaces it uses, from the user it is given.
 type serverStore struct{ s *Server }
 
 func (v serverStore) GetItem(ctx context.Context, namespace []string, key string) (*Item, error) {
-	return v.s.GetItem(ctx, namespace, key, nil)
+	return v.s.GetItem(systemContext(ctx), namespace, key, nil)
 }
 
 func (v serverStore) PutItem(ctx context.Context, namespace []string, key string, value Object) error {
 	if value == nil {
 		value = Object{}
 	}
-	return v.s.PutItem(ctx, ItemPut{Namespace: namespace, Key: key, Value: value})
+	return v.s.PutItem(systemContext(ctx), ItemPut{Namespace: namespace, Key: key, Value: value})
 }
 
 func (v serverStore) DeleteItem(ctx context.Context, namespace []string, key string) error {
-	return v.s.DeleteItem(ctx, namespace, key)
+	return v.s.DeleteItem(systemContext(ctx), namespace, key)
 }
 
 func (v serverStore) SearchItems(ctx context.Context, prefix []string, opts ItemSearch) ([]SearchItem, error) {
-	return v.s.SearchItems(ctx, ItemSearchRequest{NamespacePrefix: prefix, ItemSearch: opts})
+	return v.s.SearchItems(systemContext(ctx), ItemSearchRequest{NamespacePrefix: prefix, ItemSearch: opts})
 }
 
 func (v serverStore) ListNamespaces(ctx context.Context, opts NamespaceList) ([][]string, error) {
-	return v.s.ListNamespaces(ctx, opts)
+	return v.s.ListNamespaces(systemContext(ctx), opts)
 }
 
 // sweepItems deletes expired items every sweep interval until ctx ends or

@@ -79,6 +79,9 @@ type InfoFlags struct {
 	Crons                    bool `json:"crons"`
 	Langsmith                bool `json:"langsmith"`
 	LangsmithTracingReplicas bool `json:"langsmith_tracing_replicas"`
+	// Auth is true when access control is on (Options.Auth): requests
+	// other than /ok and /info need credentials.
+	Auth bool `json:"auth"`
 }
 
 // InfoHost describes the deployment, in the Platform's shape; a self-hosted
@@ -102,6 +105,7 @@ func (s *Server) Info() *Info {
 			Crons:                    true,
 			Langsmith:                false,
 			LangsmithTracingReplicas: true,
+			Auth:                     s.auth != nil,
 		},
 		Host: InfoHost{Kind: "self-hosted"},
 	}

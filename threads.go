@@ -306,6 +306,13 @@ func (s *Server) CreateThread(ctx context.Context, c ThreadCreate) (*Thread, err
 	if err != nil {
 		return nil, err
 	}
+	if len(c.Supersteps) > 0 {
+		// Applying supersteps updates the new thread's state: LangGraph asks
+		// threads:update too (its filter is moot on a thread being created).
+		if _, err := s.authFilter(ctx, "threads", "update", &ThreadUpdate{ThreadID: id, Action: "supersteps"}); err != nil {
+			return nil, err
+		}
+	}
 	now := s.clock()
 	t := &Thread{
 		ThreadID:       id,
@@ -341,7 +348,7 @@ func (s *Server) GetThread(ctx context.Context, id string, include ...string) (*
 	if err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": id})
+	filter, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -361,10 +368,12 @@ func (s *Server) UpdateThread(ctx context.Context, id string, p ThreadPatch) (*T
 	if err := checkTTL(p.TTL); err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "threads", "update", &p)
+	u := &ThreadUpdate{ThreadID: id, ThreadPatch: p}
+	filter, err := s.authFilter(ctx, "threads", "update", u)
 	if err != nil {
 		return nil, err
 	}
+	p = u.ThreadPatch
 	t, err := s.storage.UpdateThread(ctx, id, &p, s.clock(), filter)
 	return withoutTTL(t, nil), err
 }
@@ -378,7 +387,7 @@ func (s *Server) DeleteThread(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	filter, err := s.authFilter(ctx, "threads", "delete", map[string]any{"thread_id": id})
+	filter, err := s.authFilter(ctx, "threads", "delete", &ThreadRef{ThreadID: id})
 	if err != nil {
 		return err
 	}
@@ -483,19 +492,27 @@ func (s *Server) CountThreads(ctx context.Context, q ThreadSearch) (int, error) 
 // CopyThread copies the thread into a new one with a new id, the same
 // metadata, config and values, and every checkpoint rewritten to the new id.
 // It returns EINVALID when id is not a UUID and ECONFLICT (not ENOTFOUND, as
-// the wire contract says) when the source is missing or hidden. It blocks on
-// storage.
+// the wire contract says) when the source is missing; under an access-control
+// filter (threads:read), a missing or hidden source is ENOTFOUND, so that
+// the answer does not tell hidden threads from missing ones. The copy is
+// authorized as a threads:create. It blocks on storage.
 func (s *Server) CopyThread(ctx context.Context, id string) (*Thread, error) {
 	id, err := parseUUID("thread", id)
 	if err != nil {
 		return nil, err
 	}
-	filter, err := s.authFilter(ctx, "threads", "read", map[string]any{"thread_id": id})
+	filter, err := s.authFilter(ctx, "threads", "read", &ThreadRef{ThreadID: id})
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.storage.CopyThread(ctx, id, uuid.NewString(), s.clock(), filter)
-	if ErrorCode(err) == ENOTFOUND {
+	// The copy is a thread the caller creates: threads:create decides on
+	// it. It gets the source's metadata, so its filter is not applied.
+	newID := uuid.NewString()
+	if _, err := s.authFilter(ctx, "threads", "create", &ThreadCreate{ThreadID: newID}); err != nil {
+		return nil, err
+	}
+	t, err := s.storage.CopyThread(ctx, id, newID, s.clock(), filter)
+	if ErrorCode(err) == ENOTFOUND && filter == nil {
 		return nil, Errorf(ECONFLICT, "Thread with ID %s not found", id)
 	}
 	return withoutTTL(t, nil), err

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -182,7 +183,8 @@ type Future[T any] struct{ f *callFuture }
 // Done returns a channel closed when the result is ready.
 func (f *Future[T]) Done() <-chan struct{} { return f.f.done }
 
-// Result waits for the task and returns its result. When the task paused at
+// Result waits for the task and returns its result, decoded from its JSON
+// form (a fresh value for each call of Result). When the task paused at
 // an Interrupt, the error matches ErrInterrupt: the caller must return it,
 // which pauses the run (resumed, the caller runs again and the call, made
 // again, continues the task). A failed task returns its error.
@@ -192,12 +194,12 @@ func (f *Future[T]) Result() (T, error) {
 	if f.f.err != nil {
 		return out, f.f.err
 	}
-	if v, ok := f.f.v.(T); ok {
-		return v, nil
-	}
 	if f.f.v == nil {
 		return out, nil
 	}
+	// decoded anew for each caller: the saved value stays as saved (with
+	// durability exit it is written when the run ends), and a result reads
+	// the same on the first run and on a resume
 	b, err := json.Marshal(f.f.v)
 	if err == nil {
 		err = json.Unmarshal(b, &out)
@@ -227,6 +229,9 @@ type callSpec struct {
 	run  func(context.Context) (any, error)
 	opts *node
 	fut  *callFuture
+	// root is the node task whose execution made the call (directly or
+	// through other calls)
+	root *task
 }
 
 // stepCalls are the task calls of one superstep of a runner: the step waits
@@ -311,7 +316,10 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		id: id, name: name, path: []any{"__pregel_push", parent.path, idx, true}, pathKey: pathKey,
 		triggers: []string{"__pregel_push"}, push: true, arg: []any{[]any{arg}, map[string]any{}},
 		ns:   parent.ns + "|" + name + ":" + id,
-		call: &callSpec{run: run, opts: opts, fut: fut},
+		call: &callSpec{run: run, opts: opts, fut: fut, root: parent},
+	}
+	if parent.call != nil {
+		t.call.root = parent.call.root
 	}
 	sc.mu.Lock()
 	if sc.closed {
@@ -339,6 +347,9 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		fut.resolve(v, nil)
 		return fut
 	}
+	// it runs again: what an earlier execution saved for it (an error, an
+	// interrupt) is not its outcome, only its resume values are kept
+	t.interrupts, t.errRec = nil, nil
 	sc.running++
 	sc.ran = append(sc.ran, t)
 	sc.mu.Unlock()
@@ -400,6 +411,38 @@ func (r *runner) execCall(ctx context.Context, sc *stepCalls, cs *ckpt, t *task,
 	perr := r.putWrites(ctx, cs, t)
 	c.fut.resolve(out, err)
 	return perr
+}
+
+// liftCallInterrupts adds the interrupts of the step's calls to the node
+// task that made them, when it paused too: it paused at the first one it
+// waited for, but the calls running beside it may have paused at their own,
+// and all must be shown (in the __interrupt__ update and the thread's
+// state) to be answered, by id, when the run resumes (LangGraph's runner
+// raises the interrupts of every call of the step with its caller's).
+func (r *runner) liftCallInterrupts(ctx context.Context, cs *ckpt, calls []*task) error {
+	var changed []*task
+	for _, c := range calls {
+		root := c.call.root
+		if len(c.interrupts) == 0 || root.interrupts == nil {
+			continue
+		}
+		lifted := false
+		for _, in := range c.interrupts {
+			if !slices.ContainsFunc(root.interrupts, func(x graphserver.Interrupt) bool { return x.ID == in.ID }) {
+				root.interrupts = append(root.interrupts, in)
+				lifted = true
+			}
+		}
+		if lifted && !slices.Contains(changed, root) {
+			changed = append(changed, root)
+		}
+	}
+	for _, t := range changed {
+		if err := r.putWrites(ctx, cs, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runCallFn runs a task's function, a panic becoming a PanicError.

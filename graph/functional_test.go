@@ -353,8 +353,10 @@ func TestEntrypointFailedTaskRerunsAlone(t *testing.T) {
 	require.Equal(t, "CustomError('Boo!')", *st.Tasks[0].Error)
 
 	fail.Store(false)
-	_, err = h.run(graphserver.GraphRun{})
+	rec, err := h.run(graphserver.GraphRun{StreamModes: []string{"updates"}})
 	require.NoError(t, err)
+	require.Equal(t, []any{map[string]any{"bad": "x?"}, map[string]any{"graph": "x!x?"}}, updatesOf(rec),
+		"the task run again streams its result (its earlier error is not its outcome)")
 	require.Equal(t, "x!x?", h.state().Values)
 	require.Equal(t, int32(1), okCalls.Load(), "the finished task is not run again")
 	require.Equal(t, int32(2), badCalls.Load())
@@ -519,4 +521,158 @@ func TestEntrypointUpdateStateAsNode(t *testing.T) {
 	require.Equal(t, 10.0, h.state().Values)
 	h.input(`5`)
 	require.Equal(t, 15.0, h.state().Values, "previous is the value written as the entrypoint")
+}
+
+// A task called from a node of a subgraph is a task of the subgraph's step:
+// its result is saved in the subgraph's namespace and reused when the
+// subgraph, paused by an interrupt, is resumed with the parent run.
+func TestTaskInSubgraphReusedOnResume(t *testing.T) {
+	t.Parallel()
+	var lookups atomic.Int32
+	lookup := graph.NewTask("lookup", func(ctx context.Context, city string) (string, error) {
+		lookups.Add(1)
+		return "sunny in " + city, nil
+	})
+	sub := graph.New(graph.Channels{"city": graph.LastValue(), "report": graph.LastValue()})
+	sub.AddNode("report", func(ctx context.Context, s graph.State) (any, error) {
+		w, err := lookup.Call(ctx, s.String("city")).Result()
+		if err != nil {
+			return nil, err
+		}
+		ok, err := graph.Interrupt(ctx, "publish "+w+"?")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Update{"report": fmt.Sprintf("%s (published: %v)", w, ok)}, nil
+	})
+	sub.AddEdge(graph.Start, "report")
+	parent := graph.New(graph.Channels{"city": graph.LastValue(), "report": graph.LastValue()})
+	parent.AddNode("weather", compile(t, sub, graph.CompileOptions{Name: "weather"}))
+	parent.AddEdge(graph.Start, "weather")
+	h := newHarness(t, compile(t, parent, graph.CompileOptions{}))
+	rec, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`{"city": "Oslo"}`), StreamModes: []string{"updates"}, Subgraphs: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"weather"}, h.state().Next)
+	var subUpdates []any
+	for _, p := range rec.parts {
+		if p.Event == "updates" && len(p.Namespace) == 1 && strings.HasPrefix(p.Namespace[0], "weather:") {
+			var v any
+			require.NoError(t, json.Unmarshal(p.Data, &v))
+			subUpdates = append(subUpdates, v)
+		}
+	}
+	require.Equal(t, map[string]any{"lookup": "sunny in Oslo"}, subUpdates[0], "the call streams in the subgraph's namespace")
+
+	_, err = h.run(graphserver.GraphRun{Command: resume(`true`)})
+	require.NoError(t, err)
+	require.Equal(t, "sunny in Oslo (published: true)", h.state().Values.(map[string]any)["report"])
+	require.Equal(t, int32(1), lookups.Load())
+}
+
+// A chat model streamed inside a task streams in messages-tuple mode under
+// the task's name (LangGraph's StreamMessagesHandler tags a call's tokens
+// with its langgraph_node).
+func TestTaskStreamsMessages(t *testing.T) {
+	t.Parallel()
+	callModel := graph.NewTask("call_model", func(ctx context.Context, prompt string) (graph.Message, error) {
+		s := graph.StreamMessage(ctx, "")
+		for _, w := range strings.SplitAfter("hello there", " ") {
+			s.Chunk(w)
+		}
+		return s.End(), nil
+	})
+	g := graph.Entrypoint("agent", func(ctx context.Context, input any) (any, error) {
+		m, err := callModel.Call(ctx, input.(string)).Result()
+		if err != nil {
+			return nil, err
+		}
+		return m.Text(), nil
+	})
+	h := newHarness(t, g)
+	rec := h.input(`"hi"`, "messages-tuple")
+	var text string
+	for _, ev := range rec.of("messages") {
+		pair := ev.([]any)
+		require.Equal(t, "call_model", pair[1].(map[string]any)["langgraph_node"])
+		text += pair[0].(map[string]any)["content"].(string)
+	}
+	require.Equal(t, "hello there", text)
+	require.Equal(t, "hello there", h.state().Values)
+}
+
+// A caller changing a result it got does not change the result saved for
+// the call (with durability exit, saved when the run pauses): resumed, it
+// reads the task's result as the task returned it.
+func TestTaskResultIsACopy(t *testing.T) {
+	t.Parallel()
+	make3 := graph.NewTask("make", func(ctx context.Context, _ int) (map[string]any, error) {
+		return map[string]any{"n": 3}, nil
+	})
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		m, err := make3.Call(ctx, 0).Result()
+		if err != nil {
+			return nil, err
+		}
+		seen := m["n"]
+		m["n"] = "changed by the caller"
+		if _, err := graph.Interrupt(ctx, "go on?"); err != nil {
+			return nil, err
+		}
+		return seen, nil
+	})
+	h := newHarness(t, g)
+	_, err := h.run(graphserver.GraphRun{Input: json.RawMessage(`"x"`), Durability: "exit"})
+	require.NoError(t, err)
+	_, err = h.run(graphserver.GraphRun{Command: resume(`"yes"`), Durability: "exit"})
+	require.NoError(t, err)
+	require.Equal(t, 3.0, h.state().Values)
+}
+
+// Tasks paused in parallel: the entrypoint pauses at the first interrupt it
+// waits for, and the run shows every call's interrupt, so that a resume
+// answers each by id (a plain value cannot choose, as LangGraph's _first
+// refuses it), each task getting its own answer.
+func TestParallelTaskInterruptsResumedById(t *testing.T) {
+	t.Parallel()
+	approve := graph.NewTask("approve", func(ctx context.Context, tool string) (string, error) {
+		ok, err := graph.Interrupt(ctx, "run "+tool+"?")
+		if err != nil {
+			return "", err
+		}
+		return tool + ": " + ok.(string), nil
+	})
+	g := graph.Entrypoint("agent", func(ctx context.Context, input any) (any, error) {
+		var futures []*graph.Future[string]
+		for _, tool := range []string{"search", "email"} {
+			futures = append(futures, approve.Call(ctx, tool))
+		}
+		var out []string
+		for _, f := range futures {
+			s, err := f.Result()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	})
+	h := newHarness(t, g)
+	rec := h.input(`"go"`, "updates")
+	ups := updatesOf(rec)
+	require.Len(t, ups, 1)
+	intr := ups[0].(map[string]any)["__interrupt__"].([]any)
+	require.Len(t, intr, 2)
+	st := h.state()
+	require.Len(t, st.Interrupts, 2)
+	byValue := map[string]string{}
+	for _, in := range st.Interrupts {
+		byValue[in.Value.(string)] = in.ID
+	}
+	require.Len(t, byValue, 2)
+
+	_, err := h.run(graphserver.GraphRun{Command: resume(`"yes"`)})
+	require.ErrorContains(t, err, "When there are multiple pending interrupts, you must specify the interrupt id")
+	_, err = h.run(graphserver.GraphRun{Command: resume(jsonOf(t, map[string]any{byValue["run search?"]: "yes", byValue["run email?"]: "no"}))})
+	require.NoError(t, err)
+	require.Equal(t, []any{"search: yes", "email: no"}, h.state().Values)
 }

@@ -26,6 +26,18 @@
 // checkpointer, store and stream, in the task's checkpoint namespace, and
 // its interrupts pause the whole run.
 //
+// The functional API (LangGraph's @entrypoint and @task) builds a graph
+// from a plain function: Entrypoint runs it on the run's input, and Tasks
+// called from it (or from any node) run in parallel as durable tasks of the
+// step, their Futures' results saved so that the function, run again after
+// an interrupt, does not run the finished ones again.
+//
+//	draft := graph.NewTask("draft", writeDraft)
+//	essay := graph.Entrypoint("essay", func(ctx context.Context, topic any) (any, error) {
+//		text, err := draft.Call(ctx, topic.(string)).Result()
+//		...
+//	})
+//
 // A node standing for a graph served elsewhere (a remote graph) uses the
 // same machinery through Namespace, Config, ThreadID, StreamModes, EmitPart
 // (its parts under the task's namespace) and InterruptWith (its interrupts,
@@ -33,8 +45,8 @@
 // again).
 //
 // Limits: nodes must not modify the State they receive; a node calling
-// Interrupt, InterruptWith or a subgraph's Invoke must return the
-// ErrInterrupt error it gets; a Command cannot target a parent graph.
+// Interrupt, InterruptWith, a subgraph's Invoke or a Future's Result must
+// return the ErrInterrupt error it gets; a Command cannot target a parent graph.
 package graph
 
 import (

@@ -269,3 +269,24 @@ func TestDeferredNodeBreakpoint(t *testing.T) {
 	require.Equal(t, []any{"a", "b", "c", "b2", "d"}, values(h.state())["log"])
 	require.Empty(t, h.state().Next)
 }
+
+// A list of Commands holding one for the parent graph sends that Command
+// up, as LangGraph's _control_branch raises ParentCommand for it.
+func TestListOfCommandsToParent(t *testing.T) {
+	t.Parallel()
+	sub := graph.New(graph.Channels{"log": graph.Append()})
+	sub.AddNode("hand_off", func(ctx context.Context, s graph.State) (any, error) {
+		return []graph.Command{
+			{Update: graph.Update{"log": "kept in the subgraph"}},
+			{Graph: graph.Parent, Goto: "next", Update: graph.Update{"log": "to the parent"}},
+		}, nil
+	})
+	sub.AddEdge(graph.Start, "hand_off")
+	g := graph.New(graph.Channels{"log": graph.Append()})
+	g.AddNode("agent", compile(t, sub, graph.CompileOptions{Name: "agent"}))
+	g.AddNode("next", func(ctx context.Context, s graph.State) (any, error) { return graph.Update{"log": "next ran"}, nil })
+	g.AddEdge(graph.Start, "agent")
+	h := newHarness(t, compile(t, g, graph.CompileOptions{}))
+	h.input(`{}`)
+	require.Equal(t, []any{"to the parent", "next ran"}, values(h.state())["log"])
+}

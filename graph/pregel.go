@@ -280,6 +280,9 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 		// no channel; their failures and interrupts reach the run through
 		// the tasks that called them
 		tasks = append(tasks, calls...)
+		if err == nil && cerr == nil {
+			cerr = r.liftCallInterrupts(ctx, cs, calls)
+		}
 		if err = cmp.Or(err, cerr); err != nil {
 			return nil, r.exit(ctx, cs, tasks, err)
 		}

@@ -15,7 +15,14 @@
 // Limits: routes.go lists what is served; contract routes not listed there
 // answer 404: crons (§2.9), the thread stream GET /threads/{id}/stream and the
 // protocol-v2 endpoints (§2.11), PATCH /threads/{id}/state, MCP and A2A.
-// There is no authentication yet.
+//
+// Access control: when the Server has an Auth (graphserver.Options.Auth),
+// every request but those of publicRoutes (/ok, /info, /docs,
+// /openapi.json, /metrics, /internal/truncate) is authenticated once, by
+// the Auth's Authenticator, before its handler runs; a rejection is
+// answered {"detail": message} with the Authenticator's status and headers
+// (401 with WWW-Authenticate, typically). The Server methods the handler
+// calls then authorize the user found in the request context.
 //
 // Operations: every request gets an X-Request-Id and one log line (see
 // Options.Logger); Options.Metrics adds Prometheus metrics at GET /metrics
@@ -154,9 +161,22 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // adapt turns a handlerFunc into an http.Handler that records the route
 // pattern (for logs and metrics) and writes the handler's error.
+//
+// With access control on (graphserver.Options.Auth), it first
+// authenticates the request (see authenticate), unless the route is one of
+// publicRoutes.
 func (h *handler) adapt(pattern string, fn handlerFunc) http.Handler {
+	params := pathParams(pattern)
+	public := publicRoutes[pattern] || !h.srv.AuthEnabled()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setRoute(r, pattern)
+		if !public {
+			var err error
+			if r, err = h.authenticate(r, params); err != nil {
+				h.writeError(w, r, err)
+				return
+			}
+		}
 		if err := fn(w, r); err != nil {
 			h.writeError(w, r, err)
 		}

@@ -133,7 +133,7 @@ func TestSystem(t *testing.T) {
 		{name: "OKBadBool", method: "GET", url: "/ok?check_db=perhaps", status: 422, expectedContent: []string{`"detail":"Invalid check_db`}},
 		{name: "Info", method: "GET", url: "/info", status: 200, expectedContent: []string{
 			`"version":"` + graphserver.Version + `"`,
-			`"flags":{"assistants":true,"crons":true,"langsmith":false,"langsmith_tracing_replicas":true}`,
+			`"flags":{"assistants":true,"crons":true,"langsmith":false,"langsmith_tracing_replicas":true,"auth":false}`,
 			`"host":{"kind":"self-hosted"`,
 		}},
 		{name: "UnknownPath", method: "GET", url: "/nope", status: 404, expectedContent: []string{`{"detail":"Not Found"}`}},

@@ -65,6 +65,7 @@ var goComments = map[string]string{
 	"github.com/graphserver/graphserver.GraphSchemas":                         "GraphSchemas holds a graph's JSON Schemas.",
 	"github.com/graphserver/graphserver.Info":                                 "Info is what GET /info reports: the version, and flags telling clients (LangGraph Studio reads them) which features this server offers.",
 	"github.com/graphserver/graphserver.InfoFlags":                            "InfoFlags are the feature flags of GET /info.",
+	"github.com/graphserver/graphserver.InfoFlags.Auth":                       "Auth is true when access control is on (Options.Auth): requests other than /ok and /info need credentials.",
 	"github.com/graphserver/graphserver.InfoHost":                             "InfoHost describes the deployment, in the Platform's shape; a self-hosted graphserver has no project, revision or tenant ids.",
 	"github.com/graphserver/graphserver.Interrupt":                            "Interrupt is a pending interrupt raised by a graph task.",
 	"github.com/graphserver/graphserver.Item":                                 "Item is a JSON object stored under a namespace path and a key.",

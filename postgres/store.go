@@ -214,10 +214,24 @@ func itemPrefix(w *where, p []string) {
 	w.add("(i.namespace = ? OR (i.namespace >= ? AND i.namespace < ?))", s, s+".", s+"/")
 }
 
+// itemLabels restricts the search to namespaces holding each label of
+// labels at any position (ItemQuery.NamespaceLabels, from access control).
+// A label holding "." matches nothing: no stored label holds one.
+func itemLabels(w *where, labels []string) {
+	for _, l := range labels {
+		if strings.Contains(l, ".") {
+			w.add("FALSE")
+			continue
+		}
+		w.add("strpos('.' || i.namespace || '.', ?) > 0", "."+l+".")
+	}
+}
+
 // SearchItems implements graphserver.ItemStorage.
 func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
 	var w where
 	itemPrefix(&w, q.NamespacePrefix)
+	itemLabels(&w, q.NamespaceLabels)
 	w.add("(i.expires_at IS NULL OR i.expires_at > ?)", q.Now)
 	for _, c := range q.Conditions {
 		if err := itemCondition(&w, c); err != nil {

@@ -245,6 +245,7 @@ func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.
 func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
 	var w itemWhere
 	w.prefix("i.namespace", q.NamespacePrefix)
+	w.labels("i.namespace", q.NamespaceLabels)
 	w.live("i.expires_at", q.Now)
 	for _, c := range q.Conditions {
 		if err := w.condition("i.value", c); err != nil {
@@ -488,6 +489,19 @@ func (w *itemWhere) prefix(col string, p []string) {
 	}
 	s := strings.Join(p, ".")
 	w.add("("+col+" = ? OR ("+col+" >= ? AND "+col+" < ?))", s, s+".", s+"/")
+}
+
+// labels restricts col (a namespace, labels joined by ".") to the
+// namespaces holding each label of labels at any position. A label holding
+// "." matches no namespace, as no stored label holds one.
+func (w *itemWhere) labels(col string, labels []string) {
+	for _, l := range labels {
+		if strings.Contains(l, ".") {
+			w.add("0")
+			continue
+		}
+		w.add("instr('.' || "+col+" || '.', ?) > 0", "."+l+".")
+	}
 }
 
 // live restricts to items not expired at now.

@@ -9,6 +9,7 @@
 //	go run ./examples/reference -addr 127.0.0.1:0     # any free port
 //	go run ./examples/reference -db ref.db -config '{"agent":{"configurable":{"model_name":"x"}}}'
 //	go run ./examples/reference -prefix /agents       # the API under http://127.0.0.1:8123/agents
+//	go run ./examples/reference -auth                 # JWT access control of reference-auth.md
 //
 // -config seeds the system assistants' config and context, in the shape of
 // LangGraph's LANGGRAPH_CONFIG (its default, also read from that variable,
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit), or a postgres:// URL")
 	prefix := fs.String("prefix", "", "serve the API under this path prefix (e.g. /agents), through http.StripPrefix, as an application mounting it beside its own routes does")
 	lease := fs.Duration("lease", graphserver.LeaseDurationDefault, "run lease: how long a run of a process that died stays claimed before another process takes it over")
+	withAuth := fs.Bool("auth", false, "require the JWT bearer tokens and apply the handlers of the reference auth configuration (reference-auth.md)")
 	privateWebhooks := fs.Bool("allow-private-webhooks", false, "accept webhook URLs on private and loopback addresses (tests with a local receiver)")
 	configJSON := fs.String("config", cmp.Or(os.Getenv("LANGGRAPH_CONFIG"), defaultConfig),
 		`system assistants' config/context by graph id: {"<graph_id>": {"configurable": {...}} | {"context": {...}}}`)
@@ -95,12 +97,19 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	if err != nil {
 		return err
 	}
+	var auth *graphserver.Auth
+	if *withAuth {
+		if auth, err = referenceAuth(); err != nil {
+			return err
+		}
+	}
 	srv, err := graphserver.New(graphserver.Options{
 		Storage:       db,
 		LeaseDuration: *lease,
 		Graphs:        graphs,
 		GraphConfigs:  seeds,
 		Logger:        logger,
+		Auth:          auth,
 		Webhooks: graphserver.WebhookOptions{
 			Sender: httpapi.NewWebhookSender(httpapi.WebhookSenderOptions{AllowPrivate: *privateWebhooks}),
 			Policy: graphserver.WebhookPolicy{AllowPrivate: *privateWebhooks},

@@ -125,6 +125,23 @@ func exerciseStore(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Len(t, search(t, b, graphserver.ItemQuery{}), 7, "an empty prefix matches every item")
 	})
 
+	t.Run("SearchNamespaceLabels", func(t *testing.T) {
+		// Access control narrows store searches to namespaces holding the
+		// user's identity at any position ({"namespace": {"$contains": id}}).
+		t.Parallel()
+		b := setup(t)
+		for i, ns := range [][]string{{"ann"}, {"docs", "ann"}, {"ann", "x", "bob"}, {"anne"}, {"bob"}, {"x", "annx"}} {
+			put(t, b, ns, "k", graphserver.Object{}, storeT0.Add(time.Duration(i)*time.Second))
+		}
+		require.Equal(t, []string{"ann.x.bob/k", "docs.ann/k", "ann/k"}, keys(search(t, b, graphserver.ItemQuery{NamespaceLabels: []string{"ann"}})))
+		require.Equal(t, []string{"ann.x.bob/k"}, keys(search(t, b, graphserver.ItemQuery{NamespaceLabels: []string{"ann", "bob"}})))
+		require.Equal(t, []string{"docs.ann/k"}, keys(search(t, b, graphserver.ItemQuery{NamespacePrefix: []string{"docs"}, NamespaceLabels: []string{"ann"}})))
+		require.Empty(t, search(t, b, graphserver.ItemQuery{NamespaceLabels: []string{"ann.x"}}), "a label holding a dot matches no namespace")
+		items, err := b.st.SearchItems(b.ctx, &graphserver.ItemQuery{NamespaceLabels: []string{"ann"}, Limit: 1, Offset: 1, Now: storeT0.Add(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, []string{"docs.ann/k"}, keys(items), "paging counts only the matching items")
+	})
+
 	t.Run("SearchOrderAndPaging", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
