@@ -97,7 +97,7 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 	l.done, l.status, l.output, l.expires = true, status, output, expires
 	l.changed()
 	if l.hub != nil {
-		l.hub.publish(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable)
+		l.hub.publishStatus(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable, status)
 	}
 }
 
