@@ -365,6 +365,18 @@ func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 					return
 				}
 				if ended {
+					// The run may have started here, logged its events and
+					// ended while storage was read: the log (or a log added
+					// since) then holds them, and the error event if any.
+					select {
+					case <-wake:
+						checkNow = true
+						continue
+					case <-changed:
+						checkNow = true
+						continue
+					default:
+					}
 					if errData != nil {
 						yield(StreamEvent{Event: "error", Data: errData}, nil)
 					}
