@@ -97,7 +97,7 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 	l.done, l.status, l.output, l.expires = true, status, output, expires
 	l.changed()
 	if l.hub != nil {
-		l.hub.publish(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable)
+		l.hub.publishStatus(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable, status)
 	}
 }
 
@@ -365,6 +365,18 @@ func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 					return
 				}
 				if ended {
+					// The run may have started here, logged its events and
+					// ended while storage was read: the log (or a log added
+					// since) then holds them, and the error event if any.
+					select {
+					case <-wake:
+						checkNow = true
+						continue
+					case <-changed:
+						checkNow = true
+						continue
+					default:
+					}
 					if errData != nil {
 						yield(StreamEvent{Event: "error", Data: errData}, nil)
 					}

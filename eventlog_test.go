@@ -102,6 +102,97 @@ func TestPendingStreamsShareOneWatch(t *testing.T) {
 	require.Equal(t, int64(streams), valuesSeen.Load(), "every stream sees its run's values")
 }
 
+// slowEndCheckDB answers the first GetRun of run `slow` only once that run
+// has ended in storage: a stream's storage check that races with the run
+// starting, logging its events and ending in this process.
+type slowEndCheckDB struct {
+	*sqlite.DB
+	slow atomic.Value  // run id whose first GetRun is held
+	held chan struct{} // closed when that GetRun is held
+	once sync.Once
+}
+
+func (d *slowEndCheckDB) GetRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) (*graphserver.Run, error) {
+	if id, _ := d.slow.Load().(string); id == runID {
+		first := false
+		d.once.Do(func() { first = true })
+		if first {
+			close(d.held)
+			for {
+				r, err := d.DB.GetRun(ctx, threadID, runID, filter)
+				if err != nil || (r.Status != graphserver.RunPending && r.Status != graphserver.RunRunning) {
+					return r, err
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+	}
+	return d.DB.GetRun(ctx, threadID, runID, filter)
+}
+
+// TestStreamSeesEventsOfRunEndingDuringCheck: a stream of a pending run
+// checks storage when the run's watched status changes; when the run
+// starts here, logs its values and ends while that check runs, the stream
+// still yields the values from the run's log instead of ending without
+// them because storage already says the run ended (seen under load in
+// TestPendingStreamsShareOneWatch: 98 of 100 streams got their values).
+func TestStreamSeesEventsOfRunEndingDuringCheck(t *testing.T) {
+	t.Parallel()
+	db := &slowEndCheckDB{DB: openDB(t), held: make(chan struct{})}
+	block := graphtest.NewBlocking()
+	srv, err := graphserver.New(graphserver.Options{
+		Storage:      db,
+		Graphs:       map[string]graphserver.Graph{"echo": graphtest.Echo{}, "block": block},
+		Workers:      1,
+		PollInterval: 5 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(func() {
+		block.Release()
+		require.NoError(t, srv.Close(context.WithoutCancel(ctx)))
+	})
+	_, err = srv.CreateRun(ctx, "", graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	waitStarted(t, block)
+
+	st, err := srv.StreamRun(ctx, "", graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"x":1}`)})
+	require.NoError(t, err)
+	db.slow.Store(st.Run.RunID)
+	type result struct {
+		events []string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		for ev, err := range st.Events(ctx) {
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.events = append(r.events, ev.Event)
+		}
+		done <- r
+	}()
+	// The stream checks storage while the run is pending; the run then
+	// runs and ends before that check answers.
+	select {
+	case <-db.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream never checked storage")
+	}
+	block.Release()
+	r := <-done
+	require.NoError(t, r.err)
+	require.Contains(t, r.events, "values", "the stream ends without its run's values: %v", r.events)
+}
+
 // TestEventLogBounded: a run's event log keeps at most
 // Options.MaxEventLogBytes; the oldest events go first, and a stream that
 // needs one of them fails with ErrEventsDropped (503 over HTTP) instead of

@@ -294,20 +294,20 @@ func (q *runQueue) runBounded(ctx context.Context, runID string, g Graph, gr *Gr
 var errRunAbandoned = Errorf(EUNAVAILABLE, "The run was stopped; writes made after it stopped are discarded.")
 
 // runCheckpointer returns the Checkpointer a claimed run's graph writes
-// through. When the Storage is a RunCheckpointer, the run's writes are
-// recorded as its own (a rollback deletes them) and need its lease (token);
+// through: the run's writes go through the Storage's RunCheckpointer, which
+// records them as the run's own (a rollback deletes them) and needs its
+// lease (token);
 // a write refused because the lease was lost cancels the run with
 // errLeaseLost, which releases it. Once shut (runBounded gave up on the
 // graph), every write is refused.
 func (q *runQueue) runCheckpointer(cp Checkpointer, runID, token string, cancel context.CancelCauseFunc) *runCheckpointer {
-	rc, _ := q.storage.(RunCheckpointer)
-	return &runCheckpointer{Checkpointer: cp, rc: rc, runID: runID, token: token, cancel: cancel}
+	return &runCheckpointer{Checkpointer: cp, rc: q.storage, runID: runID, token: token, cancel: cancel}
 }
 
 // runCheckpointer is a run's Checkpointer (see runQueue.runCheckpointer).
 type runCheckpointer struct {
 	Checkpointer
-	rc           RunCheckpointer // nil: the storage does not tie writes to runs
+	rc           RunCheckpointer
 	runID, token string
 	cancel       context.CancelCauseFunc
 
@@ -332,9 +332,6 @@ func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *CheckpointRecor
 	if c.shut {
 		return errRunAbandoned
 	}
-	if c.rc == nil {
-		return c.Checkpointer.PutCheckpoint(ctx, cp)
-	}
 	return c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp))
 }
 
@@ -343,9 +340,6 @@ func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpoin
 	defer c.mu.RUnlock()
 	if c.shut {
 		return errRunAbandoned
-	}
-	if c.rc == nil {
-		return c.Checkpointer.PutWrites(ctx, threadID, ns, checkpointID, taskID, writes)
 	}
 	return c.check(c.rc.PutRunWrites(ctx, c.runID, c.token, threadID, ns, checkpointID, taskID, writes))
 }
@@ -486,7 +480,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	if run.Kwargs.Webhook != nil && *run.Kwargs.Webhook != "" {
 		f.Webhook = q.hooks.delivery(run, out, startedAt, now, errJSON)
 	}
-	if err := q.storage.FinishRun(bg, f); err != nil {
+	if err := finishRun(bg, q.storage, f); err != nil {
 		// Not recorded: another claim holds the run (or it is gone, or
 		// storage failed and the sweep gives it another attempt).
 		if ErrorCode(err) != ENOTFOUND {
@@ -561,7 +555,7 @@ func (q *runQueue) finalState(ctx context.Context, run *Run, out *runOutcome) (*
 // does (the thread error is cleared). A thread with no checkpoint left gets
 // null values and status idle; one whose graph is not registered here is
 // left as it is unless it has no checkpoint. The status stays busy while a
-// run is in flight (SetThreadSummary).
+// run is in flight (setThreadSummary).
 func (s *Server) resummarize(ctx context.Context, threadID string) error {
 	th, err := s.storage.GetThread(ctx, threadID, nil)
 	if err != nil {
@@ -574,7 +568,7 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 	if _, err := s.storage.GetCheckpoint(ctx, threadID, "", ""); ErrorCode(err) != ENOTFOUND {
 		return err // nil: a checkpoint remains that only its graph can read
 	}
-	return s.storage.SetThreadSummary(ctx, threadID, summarize(nil, nil), s.clock())
+	return setThreadSummary(ctx, s.storage, threadID, summarize(nil, nil), s.clock())
 }
 
 // summarize derives the thread summary from the final state.

@@ -73,7 +73,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	})
 }
 
-// panickyDB panics in the first store sweep and the first run sweep.
+// panickyDB panics in the first store sweep and the first run sweep loop round.
 type panickyDB struct {
 	*sqlite.DB
 	itemSweeps, runSweeps atomic.Int32
@@ -86,11 +86,13 @@ func (d *panickyDB) DeleteExpiredItems(ctx context.Context, now time.Time) (int,
 	return d.DB.DeleteExpiredItems(ctx, now)
 }
 
-func (d *panickyDB) SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]graphserver.SweptRun, error) {
-	if d.runSweeps.Add(1) == 1 {
+// RecoverRuns is called by Start, then by the run sweep's loop every round:
+// it panics in the loop's first round.
+func (d *panickyDB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx graphserver.Tx, runs []graphserver.RunRef) error) error {
+	if d.runSweeps.Add(1) == 2 {
 		panic("run sweep exploded")
 	}
-	return d.DB.SweepRuns(ctx, now, maxAttempts)
+	return d.DB.RecoverRuns(ctx, sweep)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (a log sink).
@@ -131,7 +133,7 @@ func TestBackgroundPanicRecovered(t *testing.T) {
 	require.NoError(t, srv.Start(t.Context()))
 	t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(t.Context()))) })
 
-	require.Eventually(t, func() bool { return db.itemSweeps.Load() >= 2 && db.runSweeps.Load() >= 2 },
+	require.Eventually(t, func() bool { return db.itemSweeps.Load() >= 2 && db.runSweeps.Load() >= 3 },
 		10*time.Second, 5*time.Millisecond, "the loops did not run again after their panic")
 	require.Contains(t, logs.String(), "item sweep exploded")
 	require.Contains(t, logs.String(), "run sweep exploded")

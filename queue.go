@@ -40,7 +40,7 @@ var (
 // executes runs, the lease sweeper, the event logs and the webhook sender.
 type runQueue struct {
 	s       *Server
-	storage RunStorage // nil when the driver has no runs
+	storage Storage
 
 	owner            string        // this process; leases are held by claim tokens (claimToken)
 	claims           atomic.Uint64 // claims made, for claim tokens
@@ -78,10 +78,9 @@ type runQueue struct {
 }
 
 func newRunQueue(s *Server, opts Options) *runQueue {
-	rs, _ := opts.Storage.(RunStorage)
 	q := &runQueue{
 		s:                s,
-		storage:          rs,
+		storage:          opts.Storage,
 		owner:            uuid.NewString(),
 		workers:          opts.Workers,
 		lease:            opts.LeaseDuration,
@@ -106,9 +105,6 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 
 // tasks lists the queue's background loops.
 func (q *runQueue) tasks() []func(ctx context.Context) {
-	if q.storage == nil {
-		return nil
-	}
 	q.mu.Lock()
 	q.accepting = true
 	q.mu.Unlock()
@@ -277,7 +273,7 @@ func (q *runQueue) maintain(ctx context.Context) {
 		now := s.clock()
 		if now.Sub(lastSweep) >= sweepEvery {
 			lastSweep = now
-			swept, err := q.storage.SweepRuns(ctx, now, q.maxAttempts)
+			swept, err := sweepExpired(ctx, q.storage, now, q.maxAttempts)
 			if err != nil && ctx.Err() == nil {
 				s.logger.Error("sweep runs", "err", err)
 			}
@@ -306,12 +302,8 @@ func (q *runQueue) maintain(ctx context.Context) {
 // SQLite file (on restart, or while this one runs beside it). Start calls
 // it before the workers start, and the maintenance loop every round.
 func (q *runQueue) recover(ctx context.Context) {
-	rr, ok := q.storage.(RunRecoverer)
-	if !ok {
-		return
-	}
 	now := q.s.clock()
-	swept, err := rr.RecoverRuns(ctx, now, q.maxAttempts)
+	swept, err := recoverGone(ctx, q.storage, now, q.maxAttempts)
 	if err != nil {
 		if ctx.Err() == nil {
 			q.s.logger.Error("recover runs of gone workers", "err", err)
@@ -396,21 +388,8 @@ func (q *runQueue) pollWatched(ctx context.Context) {
 	q.logs.watches.observe(ids, statuses)
 }
 
-// runStatuses reads the status of runs: in one query when the storage is a
-// RunStatusReader, else one GetRun each. Runs that do not exist are absent.
+// runStatuses reads the status of runs in one query. Runs that do not exist
+// are absent.
 func (q *runQueue) runStatuses(ctx context.Context, ids []string) (map[string]string, error) {
-	if r, ok := q.storage.(RunStatusReader); ok {
-		return r.RunStatuses(ctx, ids)
-	}
-	out := make(map[string]string, len(ids))
-	for _, id := range ids {
-		run, err := q.storage.GetRun(ctx, "", id, nil)
-		if ErrorCode(err) == ENOTFOUND {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		out[id] = run.Status
-	}
-	return out, nil
+	return q.storage.RunStatuses(ctx, ids)
 }

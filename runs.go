@@ -68,13 +68,6 @@ type RunKwargs struct {
 	Durability      string          `json:"durability"`
 }
 
-// Command is the former name of RunCommand.
-//
-// Deprecated: use RunCommand; graph.Command is what a node returns. The
-// alias lets branches written before the rename compile; it goes once
-// they have moved.
-type Command = RunCommand
-
 // RunCommand resumes, updates or redirects a graph; it replaces a run's input.
 type RunCommand struct {
 	Update json.RawMessage `json:"update,omitempty"` // object or list of [key, value]
@@ -274,22 +267,9 @@ type StreamEvent struct {
 }
 
 // RunStorage persists runs, their queue and the webhook outbox. Every method
-// is one transaction.
+// is one transaction. Runs are created, cancelled, finished and swept by the
+// Server's rules through Storage.WithTx.
 type RunStorage interface {
-	// CreateRun inserts r (status pending) after checking its thread: a
-	// missing thread gives ENOTFOUND unless opts.CreateThread is set, then that
-	// thread is inserted. When the thread has pending or running runs, the
-	// multitask strategy r.MultitaskStrategy applies: reject gives ECONFLICT
-	// (with MultitaskRejectMessage); interrupt and rollback cancel them (as
-	// CancelRuns does) and report them; enqueue leaves them. The thread is
-	// marked busy and opts.ThreadMetadata merged into its metadata, and its
-	// config replaced by opts.ThreadConfig when that is non-nil.
-	// When opts.Owner is set and the run can start at once (r.CreatedAt is
-	// not after r.UpdatedAt and, once the strategy applied, no other run of
-	// the thread is pending or running), it is inserted already claimed by
-	// Owner (status running, attempt 1, leased until opts.LeaseUntil) and
-	// the result says Claimed.
-	CreateRun(ctx context.Context, r *Run, opts *RunInsert) (*RunCreated, error)
 	// GetRun returns a run; threadID "" matches any thread. ENOTFOUND if
 	// missing or hidden by filter (applied to the thread's metadata).
 	GetRun(ctx context.Context, threadID, runID string, filter Filter) (*Run, error)
@@ -299,17 +279,6 @@ type RunStorage interface {
 	// DeleteRun deletes a finished run with the checkpoints it wrote.
 	// ENOTFOUND if missing, ECONFLICT if pending or running.
 	DeleteRun(ctx context.Context, threadID, runID string, filter Filter) error
-	// CancelRuns cancels the selected runs: pending runs become interrupted
-	// (action interrupt) or are deleted (rollback), with their thread's status
-	// recomputed; running runs get the action recorded for their worker to
-	// observe (RenewRunLease). Finished runs are left alone. ENOTFOUND when
-	// sel names runs by id and one of them does not exist.
-	// In the same transaction, each pending run it ends gets its webhook
-	// queued (EndedRunWebhook, status interrupted), and the temporary
-	// thread of a stateless run (Kwargs.Temporary) is deleted with it, as
-	// FinishRun's DeleteThread does. CreateRun's multitask cancellations do
-	// the same.
-	CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error)
 
 	// ClaimRun takes the oldest pending run with created_at <= now whose
 	// thread has no running run, marks it running under a lease held by owner
@@ -323,24 +292,14 @@ type RunStorage interface {
 	// ReleaseRun gives up owner's lease: the run goes back to pending, so the
 	// next claim resumes it. ENOTFOUND when owner no longer holds it.
 	ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error
-	// FinishRun records the end of a run owner holds, in one transaction: see
-	// RunFinish. ENOTFOUND when owner no longer holds the run.
-	FinishRun(ctx context.Context, f *RunFinish) error
-	// SweepRuns puts running runs whose lease expired before now back to
-	// pending, or ends them with status error once they have had maxAttempts
-	// attempts (their thread then gets status error and
-	// RunMaxAttemptsMessage); a run with a cancellation recorded is ended as
-	// the action says (interrupted, or deleted for a rollback). It returns
-	// the runs it changed. In the same transaction, each run it ends gets its
-	// webhook queued (EndedRunWebhook: status error with
-	// RunMaxAttemptsMessage, or interrupted), and the temporary thread of a
-	// stateless run is deleted with it.
-	SweepRuns(ctx context.Context, now time.Time, maxAttempts int) ([]SweptRun, error)
 
 	// LatestCheckpointNotByRun returns the id of the thread's latest root
 	// checkpoint (namespace "") that run runID did not write, "" when there
 	// is none: the state a rollback of the run returns to.
 	LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error)
+	// runStatuses returns the status of each run of runIDs that exists;
+	// missing runs are absent from the map.
+	RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error)
 
 	// ClaimWebhooks takes up to limit outbox deliveries due at now, holding
 	// them until leaseUntil.
@@ -356,7 +315,8 @@ type RunStorage interface {
 // multitask_strategy reject gets on a busy thread.
 const MultitaskRejectMessage = "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
 
-// RunInsert tells RunStorage.CreateRun how to treat the run's thread.
+// RunInsert tells the Server's run insertion (runtx.go) how to treat the
+// run's thread.
 type RunInsert struct {
 	CreateThread   *Thread  // inserted when the thread is missing; nil = ENOTFOUND
 	ThreadMetadata Metadata // merged into the thread's metadata
@@ -367,13 +327,13 @@ type RunInsert struct {
 	Owner      string
 	LeaseUntil time.Time
 
-	// Cron, when set, is the cron firing that creates the run: CreateRun
+	// Cron, when set, is the cron firing that creates the run: the insertion
 	// claims it (as CronStorage.FireCron) in the run's transaction and
 	// fails with ECONFLICT, inserting nothing, when it cannot.
 	Cron *CronFiring
 }
 
-// RunCreated is what RunStorage.CreateRun did besides inserting the run.
+// RunCreated is what a run's insertion did besides inserting the run.
 type RunCreated struct {
 	// Cancelled lists the in-flight runs the multitask strategy cancelled.
 	Cancelled []CancelledRun
@@ -400,7 +360,7 @@ type QueuedRun struct {
 	Attempt int
 }
 
-// SweptRun reports a run SweepRuns changed: Status is RunPending (given back
+// SweptRun reports a run the lease sweep changed: Status is RunPending (given back
 // to the queue) or RunError (out of attempts).
 type SweptRun struct {
 	RunID    string
@@ -411,11 +371,11 @@ type SweptRun struct {
 	Run *Run
 }
 
-// RunFinish is the end of a run. FinishRun applies it atomically:
+// RunFinish is the end of a run. The Server applies it in one transaction:
 //   - Delete: the run and the checkpoints it wrote are deleted (rollback);
 //     otherwise the run gets Status.
-//   - Summary (when non-nil) is written on the thread as SetThreadSummary
-//     does, except that the status is busy while the thread has other pending
+//   - Summary (when non-nil) is written on the thread as a state update
+//     writes it, except that the status is busy while the thread has other pending
 //     or running runs.
 //   - DeleteThread: the thread is deleted with its runs and checkpoints
 //     (stateless runs with on_completion delete).
@@ -442,12 +402,24 @@ type WebhookDelivery struct {
 	NextAt   time.Time
 }
 
-// runStorage returns the run storage, or an error when the driver has none.
-func (s *Server) runStorage() (RunStorage, error) {
-	if s.rq.storage == nil {
-		return nil, Errorf(EINTERNAL, "The storage driver does not support runs.")
-	}
-	return s.rq.storage, nil
+// runStore is the Storage with the Server's multi-row run rules (runtx.go)
+// as methods, so that the Server's methods read as storage calls.
+type runStore struct{ Storage }
+
+// CreateRun is insertRun.
+func (r runStore) CreateRun(ctx context.Context, run *Run, opts *RunInsert) (*RunCreated, error) {
+	return insertRun(ctx, r.Storage, run, opts)
+}
+
+// CancelRuns is cancelRuns.
+func (r runStore) CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error) {
+	return cancelRuns(ctx, r.Storage, sel, action, now, filter)
+}
+
+// runStorage returns the run store; the error is always nil (every
+// Storage has runs).
+func (s *Server) runStorage() (runStore, error) {
+	return runStore{s.storage}, nil
 }
 
 // CreateRun creates a background run on thread threadID, or a stateless run

@@ -157,7 +157,7 @@ func (s *Server) refreshThreadSummary(ctx context.Context, t *Thread, g Graph) (
 	if err != nil {
 		return nil, err
 	}
-	return st, s.storage.SetThreadSummary(ctx, t.ThreadID, summarize(st, nil), s.clock())
+	return st, setThreadSummary(ctx, s.storage, t.ThreadID, summarize(st, nil), s.clock())
 }
 
 // stateThread validates the thread id and reads the thread through the

@@ -19,9 +19,120 @@ type Storage interface {
 	RunStorage
 	CronStorage
 	Checkpointer
+	RunCheckpointer
 	TruncateStorage
 	// Ping checks that the storage answers.
 	Ping(ctx context.Context) error
+	// WithTx runs fn in one write transaction and commits it when fn
+	// returns nil; an error from fn rolls back everything fn did and is
+	// returned. The Server keeps its multi-row rules (a run's creation with
+	// its multitask outcome, cancellations, a run's end, the lease sweep)
+	// in the root package and runs them through WithTx, so a driver only
+	// stores and queries (see Tx).
+	//
+	// fn may be called more than once (a driver may retry a transaction
+	// that failed for a reason outside fn, or share it with other writes
+	// and run fn again when one of those fails), so it must set its results
+	// anew on each call. fn must be short: the context it gets may not be
+	// cancelled with ctx (sqlite shares the transaction with other writes,
+	// which a cancelled statement would roll back); WithTx checks ctx
+	// before fn starts. fn must use only tx, not the Storage itself.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+}
+
+// Tx is one write transaction of a Storage (WithTx): small operations that
+// store and query, and no rules. Errors are *Error values as for Storage.
+// A Tx is valid only inside the function WithTx runs and is not safe for
+// concurrent use.
+type Tx interface {
+	// CheckThread returns ENOTFOUND when thread id is missing or hidden by
+	// filter (applied to its metadata), nil otherwise. A driver whose
+	// transactions run concurrently locks the thread's row until the
+	// transaction ends (the rules take it first, so that the changes to one
+	// thread's runs apply one after the other), and locks the runs that
+	// ActiveRuns, SelectRuns and HeldRun return.
+	CheckThread(ctx context.Context, id string, filter Filter) error
+	// InsertThread inserts t, stored as ThreadStorage.CreateThread stores
+	// it. ECONFLICT when the id is taken.
+	InsertThread(ctx context.Context, t *Thread) error
+	// UpdateThread applies w to thread id (see ThreadWrite). ENOTFOUND when
+	// the thread is missing.
+	UpdateThread(ctx context.Context, id string, w *ThreadWrite) error
+	// DeleteThread deletes a thread with its runs and checkpoints. A
+	// missing thread is not an error.
+	DeleteThread(ctx context.Context, id string) error
+
+	// InsertRun inserts r with r.Status and attempt 0, or, when claim is
+	// non-nil, with status running, attempt 1 and a lease held by
+	// claim.Owner until claim.LeaseUntil. ECONFLICT when the id is taken.
+	InsertRun(ctx context.Context, r *Run, claim *RunClaim) error
+	// GetRun returns run runID with its Attempt. ENOTFOUND when missing.
+	GetRun(ctx context.Context, runID string) (*Run, error)
+	// ActiveRuns lists the pending and running runs of a thread.
+	ActiveRuns(ctx context.Context, threadID string) ([]RunRef, error)
+	// SelectRuns lists the runs sel names: by sel.ThreadID and sel.RunIDs
+	// (runs of other threads are absent), or every run with status
+	// sel.Status (pending or running; "all" means both), whose thread's
+	// metadata matches filter.
+	SelectRuns(ctx context.Context, sel *RunCancelSelect, filter Filter) ([]RunRef, error)
+	// HeldRun returns run runID when owner holds it (status running, lease
+	// owner). ENOTFOUND when it does not.
+	HeldRun(ctx context.Context, runID, owner string) (*RunRef, error)
+	// ExpiredRuns lists the running runs whose lease expired before now.
+	ExpiredRuns(ctx context.Context, now time.Time) ([]RunRef, error)
+	// SetRunStatus sets a run's status and updated_at, and clears its lease
+	// and its recorded cancellation. ENOTFOUND when missing.
+	SetRunStatus(ctx context.Context, runID, status string, now time.Time) error
+	// SetRunCancel records a cancellation (CancelInterrupt or
+	// CancelRollback) for the worker of a running run to observe
+	// (RunStorage.RenewRunLease), and bumps updated_at.
+	SetRunCancel(ctx context.Context, runID, action string, now time.Time) error
+	// DeleteRun deletes a run with the checkpoints and pending writes it
+	// wrote (see RunCheckpointer). A missing run is not an error.
+	DeleteRun(ctx context.Context, threadID, runID string) error
+
+	// InsertWebhook queues d in the outbox; a delivery whose id is queued
+	// already is left as it is.
+	InsertWebhook(ctx context.Context, d *WebhookDelivery, now time.Time) error
+	// FireCron is CronStorage.FireCron inside the transaction.
+	FireCron(ctx context.Context, f *CronFiring) (bool, error)
+}
+
+// ThreadWrite is a change Tx.UpdateThread applies to a thread. UpdatedAt is
+// set to Now; zero fields leave their column as it is.
+type ThreadWrite struct {
+	Now time.Time
+	// Status, when set, becomes the thread's status; with IfStatus set,
+	// only when the status is IfStatus (the rest of the write applies
+	// either way).
+	Status   string
+	IfStatus string
+	// MergeMetadata's keys are set in the thread's metadata, each replacing
+	// the key's value as a whole.
+	MergeMetadata Metadata
+	// Config, when non-nil, replaces the thread's config.
+	Config Object
+	// Summary, when non-nil, sets the thread's error (and, unless
+	// KeepValues, its values and interrupts), sets state_updated_at to Now
+	// and moves a TTL expiry to Now plus the thread's TTL. Summary.Status is
+	// ignored: Status says the status.
+	Summary    *ThreadSummary
+	KeepValues bool
+}
+
+// RunClaim is the lease of a run inserted already claimed (Tx.InsertRun).
+type RunClaim struct {
+	Owner      string
+	LeaseUntil time.Time
+}
+
+// RunRef is a run as the queue's rules see it inside a Tx.
+type RunRef struct {
+	RunID        string
+	ThreadID     string
+	Status       string
+	Attempt      int
+	CancelAction string // recorded cancellation ("" when none)
 }
 
 // AssistantStorage persists assistants and their versions.
@@ -74,11 +185,6 @@ type ThreadStorage interface {
 	// in flight, and returns how many it swept. A keep_latest thread's TTL is
 	// disarmed until the thread is next active.
 	SweepExpiredThreads(ctx context.Context, now time.Time, limit int) (int, error)
-	// SetThreadSummary records a thread's latest values, interrupts, status and
-	// error after a run or a state update, bumping updated_at and
-	// state_updated_at. The status stays busy while the thread has a pending
-	// or running run.
-	SetThreadSummary(ctx context.Context, id string, s *ThreadSummary, now time.Time) error
 }
 
 // Optimizer is an optional Storage capability: periodic maintenance such as
@@ -88,9 +194,8 @@ type Optimizer interface {
 	Optimize(ctx context.Context) error
 }
 
-// RunCheckpointer is an optional Storage capability, detected with a type
-// assertion: the checkpoint writes of a claimed run, tied to the run and its
-// lease. When the Storage implements it, a run's graph writes its
+// RunCheckpointer is the part of Storage that writes the checkpoints of a
+// claimed run, tied to the run and its lease: a run's graph writes its
 // checkpoints through it, so that a rollback deletes everything the run
 // wrote and an execution that lost its lease cannot write beside the new
 // claim.
@@ -106,26 +211,18 @@ type RunCheckpointer interface {
 	PutRunWrites(ctx context.Context, runID, owner, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
 }
 
-// RunStatusReader is an optional RunStorage capability, detected with a type
-// assertion: the statuses of many runs in one read. The Server uses it to
-// watch the runs its streams follow but do not execute; without it, it
-// reads them one GetRun each.
-type RunStatusReader interface {
-	// RunStatuses returns the status of each run of runIDs that exists;
-	// missing runs are absent from the map.
-	RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error)
-}
-
 // RunRecoverer is an optional RunStorage capability, detected with a type
 // assertion: recovering at once the running runs whose worker is known to
 // be gone, without waiting for their leases to expire. The sqlite driver
 // implements it (an OS lock tells it which processes sharing the file are
 // alive). A driver shared by processes that cannot see each other's
 // liveness (several machines on one PostgreSQL database) does not: lease
-// expiry (SweepRuns) is the rule there, and stays the rule for every driver.
+// expiry (Tx.ExpiredRuns) is the rule there, and stays the rule for every driver.
 type RunRecoverer interface {
-	// RecoverRuns does what SweepRuns does, for the running runs whose
-	// worker is known to be gone, whatever their lease expiry, and returns
-	// the runs it changed. Runs of workers that may be alive are left alone.
-	RecoverRuns(ctx context.Context, now time.Time, maxAttempts int) ([]SweptRun, error)
+	// RecoverRuns lists, inside a write transaction (as WithTx runs it),
+	// the running runs whose worker is known to be gone, whatever their
+	// lease expiry, and calls sweep with them when there are any (the
+	// Server then applies to them the rules of an expired lease). Runs of
+	// workers that may be alive are left alone.
+	RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx Tx, runs []RunRef) error) error
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -206,6 +207,7 @@ type threadHub struct {
 	feeds        map[string]*threadFeed
 	resumableTTL time.Duration // retention of resumable runs' events and state updates
 	now          func() time.Time
+	seq          atomic.Int64 // the last protocol-v2 event seq given out (all threads)
 }
 
 // threadFeed is the retained, ordered events of one thread.
@@ -216,6 +218,7 @@ type threadFeed struct {
 	last   feedID
 	wake   chan struct{} // closed and replaced on every change
 	subs   int           // streams following it
+	v2     v2Log         // the protocol-v2 events derived from the events
 }
 
 type feedEvent struct {
@@ -248,6 +251,12 @@ func (h *threadHub) feed(threadID string) *threadFeed {
 // retain keeps it for the resumable TTL rather than the short grace of
 // non-resumable run events.
 func (h *threadHub) publish(threadID, event string, data json.RawMessage, retain bool) {
+	h.publishStatus(threadID, event, data, retain, "")
+}
+
+// publishStatus is publish with the final status of the run whose end
+// (the run_done marker) the event is, for the protocol-v2 lifecycle.
+func (h *threadHub) publishStatus(threadID, event string, data json.RawMessage, retain bool, status string) {
 	now := h.clock()
 	ttl := endedLogGrace
 	if retain {
@@ -256,7 +265,7 @@ func (h *threadHub) publish(threadID, event string, data json.RawMessage, retain
 	h.mu.Lock()
 	f := h.feed(threadID)
 	h.mu.Unlock()
-	f.append(event, data, now, now.Add(ttl))
+	f.append(h, event, data, status, now, now.Add(ttl))
 }
 
 // lastID returns the id of the thread's latest event, so that a stream
@@ -295,7 +304,7 @@ func (h *threadHub) unsubscribe(threadID string, f *threadFeed) {
 	defer h.mu.Unlock()
 	f.mu.Lock()
 	f.subs--
-	drop := f.subs == 0 && len(f.events) == 0
+	drop := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && !h.clock().Before(f.v2.keep)
 	f.mu.Unlock()
 	if drop && h.feeds[threadID] == f {
 		delete(h.feeds, threadID)
@@ -316,7 +325,14 @@ func (h *threadHub) prune(now time.Time) {
 		if n > 0 {
 			f.drop(n)
 		}
-		empty := f.subs == 0 && len(f.events) == 0
+		n = 0
+		for n < len(f.v2.events) && now.After(f.v2.events[n].expires) {
+			n++
+		}
+		if n > 0 {
+			f.dropV2(n)
+		}
+		empty := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && now.After(f.v2.keep)
 		f.mu.Unlock()
 		if empty {
 			delete(h.feeds, id)
@@ -326,7 +342,10 @@ func (h *threadHub) prune(now time.Time) {
 
 // append adds one event with the next id; ids grow with the clock and, within
 // one millisecond, by sequence.
-func (f *threadFeed) append(event string, data json.RawMessage, now, expires time.Time) {
+// Once a protocol-v2 client touched the thread, the event's v2 events are
+// derived and appended too (status is the run's final status for its
+// run_done marker).
+func (f *threadFeed) append(h *threadHub, event string, data json.RawMessage, status string, now, expires time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := feedID{ms: now.UnixMilli()}
@@ -337,6 +356,9 @@ func (f *threadFeed) append(event string, data json.RawMessage, now, expires tim
 	f.events = append(f.events, feedEvent{StreamEvent: StreamEvent{ID: id.String(), Event: event, Data: data}, id: id, expires: expires})
 	if len(f.events) > threadFeedMax {
 		f.drop(len(f.events) - threadFeedMax)
+	}
+	if f.v2.on {
+		f.appendV2(h, event, data, status, now, expires)
 	}
 	close(f.wake)
 	f.wake = make(chan struct{})

@@ -42,23 +42,40 @@ const cacheNS = "__pregel_ns_writes"
 // cacheKey returns the namespace and key of a task's cached writes; ok is
 // false when the task's node has no cache policy or the run no store.
 func (r *runner) cacheKey(t *task, state State) (ns []string, key string, ok bool) {
-	n := r.g.nodes[t.name]
-	if n == nil || n.cache == nil || r.rc.req.Store == nil {
+	policy := r.cachePolicy(t)
+	if policy == nil || r.rc.req.Store == nil {
 		return nil, "", false
 	}
-	var in any = r.g.nodeInput(t.name, state)
-	if t.push {
+	var in any
+	switch {
+	case t.call != nil:
+		in = t.call.arg // a task call's argument (LangGraph keys a call by its args)
+	case t.push:
 		in = t.arg
+	default:
+		in = r.g.nodeInput(t.name, state)
 	}
 	var k string
-	if n.cache.Key != nil {
-		k = n.cache.Key(in)
+	if policy.Key != nil {
+		k = policy.Key(in)
 	} else {
 		k = string(mustJSON(in))
 	}
 	sum := sha256.Sum256([]byte(r.g.name + "\x00" + t.name + "\x00" + k))
 	// store namespace labels may not hold '.'
 	return []string{cacheNS, strings.ReplaceAll(r.g.name, ".", "_"), strings.ReplaceAll(t.name, ".", "_")}, hex.EncodeToString(sum[:]), true
+}
+
+// cachePolicy returns the cache policy of a task's node or task function,
+// nil if none.
+func (r *runner) cachePolicy(t *task) *CachePolicy {
+	if t.call != nil {
+		return t.call.opts.cache
+	}
+	if n := r.g.nodes[t.name]; n != nil {
+		return n.cache
+	}
+	return nil
 }
 
 // cachedEntry is the store item of a task's cached writes.
@@ -115,7 +132,7 @@ func (r *runner) toCache(ctx context.Context, t *task, state State) {
 	for i, w := range t.writes {
 		e.Writes[i] = [2]any{w.ch, w.v}
 	}
-	if ttl := r.g.nodes[t.name].cache.TTL; ttl > 0 {
+	if ttl := r.cachePolicy(t).TTL; ttl > 0 {
 		e.ExpiresAt = time.Now().Add(ttl).UnixMilli()
 	}
 	var v graphserver.Object

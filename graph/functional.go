@@ -139,7 +139,9 @@ type Task[In, Out any] struct {
 }
 
 // NewTask returns a Task named name running fn. opts are node options, of
-// which a task uses WithRetry (LangGraph's retry_policy). NewTask panics if
+// which a task uses WithRetry (LangGraph's retry_policy) and WithCache
+// (cache_policy: a call whose argument's key was seen gets the cached
+// result without running; the key's input is the argument, JSON-native). NewTask panics if
 // name is empty or contains | or : (a programming error).
 func NewTask[In, Out any](name string, fn func(ctx context.Context, in In) (Out, error), opts ...NodeOption) *Task[In, Out] {
 	if name == "" || strings.ContainsAny(name, "|:") {
@@ -228,6 +230,7 @@ func (f *callFuture) resolve(v any, err error) {
 type callSpec struct {
 	run  func(context.Context) (any, error)
 	opts *node
+	arg  any // the argument, JSON-native (the cache key's input)
 	fut  *callFuture
 	// root is the node task whose execution made the call (directly or
 	// through other calls)
@@ -316,7 +319,7 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		id: id, name: name, path: []any{"__pregel_push", parent.path, idx, true}, pathKey: pathKey,
 		triggers: []string{"__pregel_push"}, push: true, arg: []any{[]any{arg}, map[string]any{}},
 		ns:   parent.ns + "|" + name + ":" + id,
-		call: &callSpec{run: run, opts: opts, fut: fut, root: parent},
+		call: &callSpec{run: run, opts: opts, arg: arg, fut: fut, root: parent},
 	}
 	if parent.call != nil {
 		t.call.root = parent.call.root
@@ -350,8 +353,22 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 	// it runs again: what an earlier execution saved for it (an error, an
 	// interrupt) is not its outcome, only its resume values are kept
 	t.interrupts, t.errRec = nil, nil
-	sc.running++
 	sc.ran = append(sc.ran, t)
+	if r.fromCache(sc.ctx, t, nil) {
+		// cached by a run before (WithCache): its result is saved for the
+		// step as if it had run (LangGraph's cached writes are put too)
+		sc.mu.Unlock()
+		err := r.putWrites(sc.ctx, tr.cs, t)
+		var v any
+		for _, w := range t.writes {
+			if w.ch == chReturn {
+				v = w.v
+			}
+		}
+		fut.resolve(v, err)
+		return fut
+	}
+	sc.running++
 	sc.mu.Unlock()
 	r.rc.taskStart(r, t, tr.step, nil)
 	go func() {
@@ -408,6 +425,7 @@ func (r *runner) execCall(ctx context.Context, sc *stepCalls, cs *ckpt, t *task,
 	}
 	t.ran = true
 	r.rc.taskEnd(r, t, step, out)
+	r.toCache(ctx, t, nil)
 	perr := r.putWrites(ctx, cs, t)
 	c.fut.resolve(out, err)
 	return perr

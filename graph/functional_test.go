@@ -676,3 +676,34 @@ func TestParallelTaskInterruptsResumedById(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{"search: yes", "email: no"}, h.state().Values)
 }
+
+// A task with a cache policy runs once per argument: a later run sharing
+// the store gets the cached result, streamed with __metadata__.cached
+// (LangGraph's test_multiple_interrupts_functional_cache: @task(cache_policy=...)
+// keyed by the call's arguments).
+func TestTaskCache(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	double := graph.NewTask("double", func(ctx context.Context, x int) (int, error) {
+		calls.Add(1)
+		return 2 * x, nil
+	}, graph.WithCache(graph.CachePolicy{}))
+	g := graph.Entrypoint("graph", func(ctx context.Context, input any) (any, error) {
+		return double.Call(ctx, int(input.(float64))).Result()
+	})
+	store := &memStore{}
+	run := func(thread, input string) *recorder {
+		rec := &recorder{}
+		require.NoError(t, g.Run(context.Background(), &graphserver.GraphRun{ThreadID: thread, Input: json.RawMessage(input),
+			StreamModes: []string{"updates"}, Checkpointer: graph.NewMemoryCheckpointer(), Store: store}, rec.emit))
+		return rec
+	}
+	require.Equal(t, []any{map[string]any{"double": 6.0}, map[string]any{"graph": 6.0}}, run("t1", `3`).of("updates"))
+	require.Equal(t, []any{
+		map[string]any{"double": 6.0, "__metadata__": map[string]any{"cached": true}},
+		map[string]any{"graph": 6.0},
+	}, run("t2", `3`).of("updates"))
+	require.Equal(t, int32(1), calls.Load())
+	run("t3", `4`)
+	require.Equal(t, int32(2), calls.Load(), "another argument runs it")
+}

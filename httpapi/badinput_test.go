@@ -95,6 +95,8 @@ var badFields = map[string][]string{
 	"DELETE /store/items":                        {`{"namespace":5,"key":"k"}`, `{"namespace":["a"]}`},
 	"POST /store/items/search":                   {`{"namespace_prefix":"x"}`, `{"limit":"x"}`, `{"filter":5}`, `{"filter":{"a":{"$nope":1}}}`, `{"limit":-1}`},
 	"POST /store/namespaces":                     {`{"prefix":"x"}`, `{"max_depth":"x"}`, `{"limit":-1}`},
+	"POST /threads/{thread_id}/commands":         {`{}`, `{"id":"x","method":"run.start"}`, `{"id":1}`, `{"id":-1,"method":"run.start"}`, `{"id":1,"method":"nope"}`, `{"id":1,"method":"run.start","params":{}}`, `{"id":1,"method":"run.start","params":{"assistant_id":"nope"}}`, `{"id":1,"method":"run.start","params":5}`, `{"id":1,"method":"input.respond","params":{"interrupt_id":"nope","namespace":[],"response":1}}`, `{"id":1,"method":"subscription.subscribe","params":{"channels":["values"]}}`},
+	"POST /threads/{thread_id}/stream/events":    {`{}`, `{"channels":[]}`, `{"channels":"values"}`, `{"channels":["nope"]}`, `{"channels":["values"],"depth":-1}`, `{"channels":["values"],"since":-1}`, `{"channels":["values"],"namespaces":"x"}`, `{"channels":["custom:"]}`},
 }
 
 // filterRoutes take client filters: field is the body field holding one.

@@ -23,6 +23,8 @@ var streamingRoutes = map[string]bool{
 	"POST /runs/wait":                               true,
 	"GET /runs/{run_id}/stream":                     true,
 	"GET /threads/{thread_id}/stream":               true,
+	"POST /threads/{thread_id}/stream/events":       true,
+	"GET /threads/{thread_id}/stream/events":        true,
 }
 
 // limitStreams wraps the handler of a streaming route: it takes one of

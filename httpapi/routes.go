@@ -87,6 +87,11 @@ func (h *handler) routes() []route {
 
 		// Thread stream
 		{"GET /threads/{thread_id}/stream", h.joinThreadStream},
+
+		// Protocol v2 (thread-centric streaming)
+		{"POST /threads/{thread_id}/commands", h.threadCommand},
+		{"POST /threads/{thread_id}/stream/events", h.threadEvents},
+		{"GET /threads/{thread_id}/stream/events", h.threadEventsSocket},
 	}
 	rts = append(rts,
 		route{"GET /openapi.json", h.serveOpenAPI}, // openapi.go; describe routes in routes_doc.go

@@ -110,6 +110,15 @@ var routeDocs = map[string]opDoc{
 		},
 		headers: []paramDoc{q("Last-Event-ID", "string", "Resume after this event id.")}},
 
+	// Protocol v2 (thread-centric streaming: the SDKs' client.threads.stream)
+	"POST /threads/{thread_id}/commands": {summary: "Run a protocol-v2 command (run.start, input.respond, state.get, ...)", body: graphserver.ThreadCommand{}, resp: commandReply{},
+		description: "run.start creates the thread when it is missing; on a thread waiting at an interrupt its input is the resume value. A failed command answers {type: \"error\", id, error, message, detail} with the status of its error."},
+	"POST /threads/{thread_id}/stream/events": {summary: "Follow a thread's protocol-v2 events (Server-Sent Events)", body: graphserver.ThreadEventsRequest{}, kind: respSSE,
+		description: "The thread need not exist yet. Each frame's data is an event {type: \"event\", event_id, seq, method, params: {namespace, timestamp, data}}; the stream stays open across runs."},
+
+	"GET /threads/{thread_id}/stream/events": {summary: "Protocol v2 over a WebSocket (upgrade): commands as frames, subscription.subscribe for events",
+		description: "Send {id, method, params} text frames: subscription.subscribe {channels, namespaces?, depth?} answers {subscription_id} and sends the matching events (the latest run's from its start, then live) as frames; other commands run as POST /threads/{thread_id}/commands. Without an upgrade: 426."},
+
 	// Crons
 	"POST /threads/{thread_id}/runs/crons": {summary: "Schedule runs on a thread (a cron)", body: graphserver.CronCreate{}, resp: graphserver.Cron{},
 		description: "schedule is a 5-field cron expression or a descriptor (@hourly, @daily, @every 1h30m, ...), read in timezone (IANA, default UTC). Each firing creates a run on the thread with the cron's multitask_strategy."},

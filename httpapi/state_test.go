@@ -241,7 +241,9 @@ func TestThreadState(t *testing.T) {
 		require.Equal(t, 200, f.call(t, "POST", "/threads/count", `{}`, &count))
 		require.Equal(t, 1, count, "failed supersteps delete the new thread again")
 
-		require.NoError(t, f.db.SetThreadSummary(t.Context(), th.ThreadID, &graphserver.ThreadSummary{Status: graphserver.ThreadBusy}, th.UpdatedAt))
+		require.NoError(t, f.db.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.UpdateThread(ctx, th.ThreadID, &graphserver.ThreadWrite{Now: th.UpdatedAt, Status: graphserver.ThreadBusy})
+		}))
 		_, err := f.db.UpdateThread(t.Context(), th.ThreadID, &graphserver.ThreadPatch{Metadata: graphserver.Metadata{"graph_id": "pipeline"}}, th.UpdatedAt, nil)
 		require.NoError(t, err)
 		require.Equal(t, 409, f.call(t, "POST", "/threads/"+th.ThreadID+"/state", `{"values":{"note":"x"}}`, &detail))

@@ -67,7 +67,6 @@ type DB struct {
 var (
 	_ graphserver.Storage         = (*DB)(nil)
 	_ graphserver.RunCheckpointer = (*DB)(nil)
-	_ graphserver.RunStatusReader = (*DB)(nil)
 	_ graphserver.RunQueueCounter = (*DB)(nil)
 )
 

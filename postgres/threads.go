@@ -126,6 +126,45 @@ func cmpOrEmpty(m map[string][]graphserver.Interrupt) map[string][]graphserver.I
 // an empty Status is stored as idle, zero timestamps as now, and a TTL
 // without ExpiresAt expires TTLMinutes after UpdatedAt.
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
+	args, err := db.threadInsertArgs(t)
+	if err != nil {
+		return nil, err
+	}
+	var out *graphserver.Thread
+	err = db.writeTx(ctx, func(tx pgx.Tx) error {
+		r, err := getRow[threadRow](ctx, tx, insertThreadQuery+` RETURNING `+threadColumns, args...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			conflict := graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
+			if ifExists != graphserver.IfExistsDoNothing {
+				return conflict
+			}
+			out, err = getThread(ctx, tx, t.ThreadID, filter, false)
+			if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+				return conflict
+			}
+			return err
+		} else if err != nil {
+			return fmt.Errorf("insert thread: %w", err)
+		}
+		out, err = r.thread()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// insertThreadQuery inserts a thread (threadInsertArgs); no row is inserted
+// when the id is taken. It is the one thread insert (CreateThread,
+// Tx.InsertThread).
+const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (thread_id) DO NOTHING`
+
+// threadInsertArgs are the arguments of insertThreadQuery for t: stored as
+// given, an empty Status as idle, zero timestamps as now, and a TTL without
+// ExpiresAt expiring TTLMinutes after UpdatedAt.
+func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	metadata, err := marshalObject(t.Metadata)
 	if err != nil {
 		return nil, err
@@ -175,32 +214,8 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 			ttlExpires = &e
 		}
 	}
-	var out *graphserver.Thread
-	err = db.writeTx(ctx, func(tx pgx.Tx) error {
-		r, err := getRow[threadRow](ctx, tx, `INSERT INTO threads (`+threadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id) DO NOTHING RETURNING `+threadColumns,
-			t.ThreadID, created, updated, stateUpdated, metadata, config, tctx, status,
-			values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires)
-		if errors.Is(err, pgx.ErrNoRows) {
-			conflict := graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
-			if ifExists != graphserver.IfExistsDoNothing {
-				return conflict
-			}
-			out, err = getThread(ctx, tx, t.ThreadID, filter, false)
-			if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
-				return conflict
-			}
-			return err
-		} else if err != nil {
-			return fmt.Errorf("insert thread: %w", err)
-		}
-		out, err = r.thread()
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return []any{t.ThreadID, created, updated, stateUpdated, metadata, config, tctx, status,
+		values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires}, nil
 }
 
 // GetThread implements graphserver.ThreadStorage.
@@ -429,49 +444,6 @@ func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, f
 		return 0, err
 	}
 	return count, nil
-}
-
-// activeRunsExpr is true when the thread t.thread_id (or ?) has a pending or
-// running run.
-const busyStatus = `CASE WHEN EXISTS (SELECT 1 FROM runs WHERE runs.thread_id = threads.thread_id
-	AND runs.status IN ('pending', 'running')) THEN 'busy' ELSE ? END`
-
-// SetThreadSummary implements graphserver.ThreadStorage. It sets status
-// (idle when empty; busy while the thread has a pending or running run),
-// values, interrupts and error as given, updated_at and state_updated_at to
-// now, and moves a TTL expiry to now + TTL. ENOTFOUND when the thread is
-// missing.
-func (db *DB) SetThreadSummary(ctx context.Context, id string, s *graphserver.ThreadSummary, now time.Time) error {
-	if s == nil {
-		s = &graphserver.ThreadSummary{}
-	}
-	values, err := nullRaw(s.Values)
-	if err != nil {
-		return err
-	}
-	errv, err := nullRaw(s.Error)
-	if err != nil {
-		return err
-	}
-	interrupts, err := marshalJSON(cmpOrEmpty(s.Interrupts))
-	if err != nil {
-		return err
-	}
-	return db.tx(ctx, func(tx pgx.Tx) error {
-		// A run created since the caller read the thread keeps it busy.
-		n, err := exec(ctx, tx, `UPDATE threads SET status = `+busyStatus+`,
-			state_values = ?, interrupts = ?, error = ?, updated_at = ?, state_updated_at = ?,
-			ttl_expires_at = CASE WHEN ttl_minutes IS NULL THEN NULL ELSE ?::timestamptz + ttl_minutes * interval '1 minute' END
-			WHERE thread_id = ?`,
-			cmp.Or(s.Status, graphserver.ThreadIdle), values, interrupts, errv, now, now, now, id)
-		if err != nil {
-			return fmt.Errorf("set thread summary: %w", err)
-		}
-		if n == 0 {
-			return threadNotFound(id)
-		}
-		return nil
-	})
 }
 
 // SweepExpiredThreads implements graphserver.ThreadStorage: it applies the

@@ -361,13 +361,6 @@ func fireCron(ctx context.Context, tx *sqlx.Tx, f *graphserver.CronFiring) (bool
 	return n == 1, nil
 }
 
-// errCronFired is the error of a run insertion whose cron firing was
-// already claimed.
-func errCronFired(f *graphserver.CronFiring) error {
-	return graphserver.Errorf(graphserver.ECONFLICT, "Cron %s is not due at %s: its firing was claimed elsewhere, or it was disabled or deleted.",
-		f.CronID, formatTime(f.Due))
-}
-
 // FireCron implements graphserver.CronStorage.
 func (db *DB) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
 	var fired bool

@@ -10,10 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
 )
@@ -136,19 +134,19 @@ func (h *holderLock) removeGone() {
 
 var _ graphserver.RunRecoverer = (*DB)(nil)
 
-// RecoverRuns implements graphserver.RunRecoverer: it recovers, as
-// SweepRuns does, the running runs whose holder is gone (the process that
+// RecoverRuns implements graphserver.RunRecoverer: it gives sweep the
+// running runs whose holder is gone (the process that
 // claimed them closed the database or died), without waiting for their
 // leases to expire. Runs held by this DB, by holders still open (in this
 // process or another one) and by unknown holders are left to lease expiry.
-func (db *DB) RecoverRuns(ctx context.Context, now time.Time, maxAttempts int) ([]graphserver.SweptRun, error) {
+func (db *DB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx graphserver.Tx, runs []graphserver.RunRef) error) error {
 	if db.holder.file == nil {
-		return nil, nil
+		return nil
 	}
 	var holders []string
 	if err := db.reader.SelectContext(ctx, &holders, `SELECT DISTINCT lease_holder FROM runs
 		WHERE status = 'running' AND lease_holder IS NOT NULL AND lease_holder <> ?`, db.holder.id); err != nil {
-		return nil, translate(fmt.Errorf("list run holders: %w", err))
+		return translate(fmt.Errorf("list run holders: %w", err))
 	}
 	var dead []any
 	var cleanups []func()
@@ -164,18 +162,17 @@ func (db *DB) RecoverRuns(ctx context.Context, now time.Time, maxAttempts int) (
 		}
 	}
 	if len(dead) == 0 {
-		return nil, nil
+		return nil
 	}
-	var out []graphserver.SweptRun
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
-		var rows []expiredRun
-		if err := tx.SelectContext(ctx, &rows, `SELECT run_id, thread_id, attempt, cancel_action FROM runs
-			WHERE status = 'running' AND lease_holder IN (?`+strings.Repeat(", ?", len(dead)-1)+`)`, dead...); err != nil {
+	return db.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+		var rows []runRefRow
+		if err := db.txOf(tx).SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
+			WHERE r.status = 'running' AND r.lease_holder IN (?`+strings.Repeat(", ?", len(dead)-1)+`)`, dead...); err != nil {
 			return fmt.Errorf("select runs of gone holders: %w", err)
 		}
-		var err error
-		out, err = sweepRuns(ctx, tx, rows, now, maxAttempts)
-		return err
+		if len(rows) == 0 {
+			return nil
+		}
+		return sweep(ctx, tx, runRefs(rows))
 	})
-	return out, err
 }

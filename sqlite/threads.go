@@ -120,6 +120,37 @@ func expiry(t time.Time, minutes float64) time.Time {
 // an empty Status is stored as idle, zero timestamps as now, and a TTL
 // without ExpiresAt expires TTLMinutes after UpdatedAt.
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
+	row, err := db.newThreadRow(t)
+	if err != nil {
+		return nil, err
+	}
+	var out *graphserver.Thread
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		err := insertThreadRow(ctx, tx, row)
+		if graphserver.ErrorCode(err) == graphserver.ECONFLICT {
+			if ifExists != graphserver.IfExistsDoNothing {
+				return err
+			}
+			out, err = getThread(ctx, tx, t.ThreadID, filter)
+			if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+				return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
+			}
+			return err
+		} else if err != nil {
+			return err
+		}
+		out, err = row.thread()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// newThreadRow is the row CreateThread stores for t: what the thread reads
+// back as, without reading it.
+func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 	metadata, err := marshalObject(t.Metadata)
 	if err != nil {
 		return nil, err
@@ -168,36 +199,23 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 		}
 		ttlExpires = nullTime(exp)
 	}
-
-	// The row as inserted: what the thread reads back as, without reading it.
-	row := threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(created), UpdatedAt: formatTime(updated),
+	return &threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(created), UpdatedAt: formatTime(updated),
 		StateUpdatedAt: formatTime(stateUpdated), Metadata: metadata, Config: config, Context: tctx, Status: status,
-		Values: values, Interrupts: interrupts, Error: errv, TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}
-	var out *graphserver.Thread
-	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			row.ThreadID, row.CreatedAt, row.UpdatedAt, row.StateUpdatedAt, metadata, config, tctx, status,
-			values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires)
-		if isConstraint(err) {
-			conflict := graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", t.ThreadID)
-			if ifExists != graphserver.IfExistsDoNothing {
-				return conflict
-			}
-			out, err = getThread(ctx, tx, t.ThreadID, filter)
-			if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
-				return conflict
-			}
-			return err
-		} else if err != nil {
-			return fmt.Errorf("insert thread: %w", err)
-		}
-		out, err = row.thread()
-		return err
-	})
-	if err != nil {
-		return nil, err
+		Values: values, Interrupts: interrupts, Error: errv, TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}, nil
+}
+
+// insertThreadRow inserts row in tx; ECONFLICT when its id is taken. It is
+// the one thread insert (CreateThread, CopyThread, Tx.InsertThread).
+func insertThreadRow(ctx context.Context, tx *sqlx.Tx, row *threadRow) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		row.ThreadID, row.CreatedAt, row.UpdatedAt, row.StateUpdatedAt, row.Metadata, row.Config, row.Context, row.Status,
+		row.Values, row.Interrupts, row.Error, row.TTLStrategy, row.TTLMinutes, row.TTLExpiresAt)
+	if isConstraint(err) {
+		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", row.ThreadID)
+	} else if err != nil {
+		return fmt.Errorf("insert thread: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 func cmpOrEmpty(m map[string][]graphserver.Interrupt) map[string][]graphserver.Interrupt {
@@ -380,19 +398,23 @@ func (db *DB) CopyThread(ctx context.Context, sourceID, newID string, now time.T
 		if _, err := getThread(ctx, tx, sourceID, filter); err != nil {
 			return err
 		}
-		ts := formatTime(now)
-		_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`)
-			SELECT ?, ?, ?, ?, metadata, config, context, CASE status WHEN 'busy' THEN 'idle' ELSE status END,
-				state_values, interrupts, error, NULL, NULL, NULL
-			FROM threads WHERE thread_id = ?`, newID, ts, ts, ts, sourceID)
-		if isConstraint(err) {
-			return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", newID)
-		} else if err != nil {
+		var row threadRow
+		if err := tx.GetContext(ctx, &row, `SELECT `+threadColumns+` FROM threads WHERE thread_id = ?`, sourceID); err != nil {
 			return fmt.Errorf("copy thread: %w", err)
+		}
+		ts := formatTime(now)
+		row.ThreadID, row.CreatedAt, row.UpdatedAt, row.StateUpdatedAt = newID, ts, ts, ts
+		if row.Status == graphserver.ThreadBusy {
+			row.Status = graphserver.ThreadIdle
+		}
+		row.TTLStrategy, row.TTLMinutes, row.TTLExpiresAt = sql.NullString{}, sql.NullFloat64{}, sql.NullString{}
+		if err := insertThreadRow(ctx, tx, &row); err != nil {
+			return err
 		}
 		if err := copyCheckpoints(ctx, tx, sourceID, newID); err != nil {
 			return err
 		}
+		var err error
 		out, err = getThread(ctx, tx, newID, nil)
 		return err
 	})
@@ -443,49 +465,4 @@ func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, f
 		return 0, err
 	}
 	return count, nil
-}
-
-// SetThreadSummary implements graphserver.ThreadStorage. It sets status
-// (idle when empty; busy while the thread has a pending or running run), values, interrupts and error as given, updated_at and
-// state_updated_at to now, and moves a TTL expiry to now + TTL. ENOTFOUND
-// when the thread is missing.
-func (db *DB) SetThreadSummary(ctx context.Context, id string, s *graphserver.ThreadSummary, now time.Time) error {
-	if s == nil {
-		s = &graphserver.ThreadSummary{}
-	}
-	values, err := nullRaw(s.Values)
-	if err != nil {
-		return err
-	}
-	errv, err := nullRaw(s.Error)
-	if err != nil {
-		return err
-	}
-	interrupts, err := marshalJSON(cmpOrEmpty(s.Interrupts))
-	if err != nil {
-		return err
-	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
-		var minutes sql.NullFloat64
-		err := tx.GetContext(ctx, &minutes, `SELECT ttl_minutes FROM threads WHERE thread_id = ?`, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return threadNotFound(id)
-		} else if err != nil {
-			return fmt.Errorf("set thread summary: %w", err)
-		}
-		var exp sql.NullString
-		if minutes.Valid {
-			e := expiry(now, minutes.Float64)
-			exp = nullTime(&e)
-		}
-		ts := formatTime(now)
-		// A run created since the caller read the thread keeps it busy.
-		if _, err := tx.ExecContext(ctx, `UPDATE threads SET
-			status = CASE WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')) THEN 'busy' ELSE ? END,
-			state_values = ?, interrupts = ?, error = ?, updated_at = ?, state_updated_at = ?, ttl_expires_at = ? WHERE thread_id = ?`,
-			id, cmp.Or(s.Status, graphserver.ThreadIdle), values, interrupts, errv, ts, ts, exp, id); err != nil {
-			return fmt.Errorf("set thread summary: %w", err)
-		}
-		return nil
-	})
 }

@@ -29,21 +29,23 @@ from langgraph_sdk import get_client, get_sync_client
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _binary() -> str:
-    """The reference server: GRAPHSERVER_REFERENCE_BIN, or built once."""
-    given = os.environ.get("GRAPHSERVER_REFERENCE_BIN")
+def _binary(program: str = "reference") -> str:
+    """The server of examples/<program>: GRAPHSERVER_<PROGRAM>_BIN, or built
+    once."""
+    env = f"GRAPHSERVER_{program.upper()}_BIN"
+    given = os.environ.get(env)
     if given and os.path.exists(given):
         return given
-    out = os.path.join(tempfile.mkdtemp(prefix="gs-pybin-"), "reference")
-    subprocess.run(["go", "build", "-o", out, "./examples/reference"], cwd=REPO, check=True)
-    os.environ["GRAPHSERVER_REFERENCE_BIN"] = out
+    out = os.path.join(tempfile.mkdtemp(prefix="gs-pybin-"), program)
+    subprocess.run(["go", "build", "-o", out, f"./examples/{program}"], cwd=REPO, check=True)
+    os.environ[env] = out
     return out
 
 
 class Server:
-    """A running examples/reference process."""
+    """A running examples/reference (or examples/<program>) process."""
 
-    def __init__(self, *flags: str) -> None:
+    def __init__(self, *flags: str, program: str = "reference") -> None:
         self.dir = tempfile.mkdtemp(prefix="gs-pye2e-")
         db = os.path.join(self.dir, "gs.db")
         # GRAPHSERVER_E2E_POSTGRES_URL runs the suite on PostgreSQL: each
@@ -56,7 +58,7 @@ class Server:
             u = urllib.parse.urlsplit(base)
             db = urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + self.pg_db, u.query, u.fragment))
         self.proc = subprocess.Popen(
-            [_binary(), "-addr", "127.0.0.1:0", "-db", db, *flags],
+            [_binary(program), "-addr", "127.0.0.1:0", "-db", db, *flags],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -34,6 +34,12 @@ export async function startAgentsServer(...flags) {
   return startProgram("agents", ...flags);
 }
 
+// startIntegrationServer launches examples/integration (the Python SDK's
+// integration graphs: agent, tools_agent, deep_agent, factory_agent).
+export async function startIntegrationServer(...flags) {
+  return startProgram("integration", ...flags);
+}
+
 // GRAPHSERVER_E2E_POSTGRES_URL runs the suite on PostgreSQL: each server
 // gets a database of its own on that server, dropped when it stops.
 const pgBase = process.env.GRAPHSERVER_E2E_POSTGRES_URL;

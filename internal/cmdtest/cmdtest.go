@@ -76,7 +76,9 @@ func Start(t *testing.T, run RunFunc, args ...string) *Server {
 }
 
 // Do sends a request with body (may be "") and decodes the JSON response
-// into out (when non-nil). It returns the status code.
+// into out (when non-nil). It returns the status code once the whole
+// response is read: waits and joins answer 200 (and heartbeats) before the
+// run ends, so the status alone does not mean the run ended.
 func Do(t *testing.T, method, url, body string, out any) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
@@ -87,5 +89,7 @@ func Do(t *testing.T, method, url, body string, out any) int {
 	if out != nil {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
 	return resp.StatusCode
 }

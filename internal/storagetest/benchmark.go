@@ -17,8 +17,21 @@ import (
 // listing history, and searching threads. The /parallel variants call
 // from several goroutines, as concurrent requests do, so that a driver's
 // group commit shows. open must return a fresh, empty storage.
+//
+// The run benchmarks (Hot/StatelessRun, Hot/ThreadRun) need the Server's
+// run rules and skip here: graphserver's tests run them
+// (BenchmarkWithRules).
 func Benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage) {
-	benchmarkHotPaths(b, open)
+	benchmark(b, open, nil)
+}
+
+// BenchmarkWithRules is Benchmark with the Server's run rules.
+func BenchmarkWithRules(b *testing.B, open func(b *testing.B) graphserver.Storage, rules Rules) {
+	benchmark(b, open, &rules)
+}
+
+func benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage, rules *Rules) {
+	benchmarkHotPaths(b, open, rules)
 
 	b.Run("CreateThread", func(b *testing.B) {
 		st := open(b)

@@ -15,7 +15,10 @@ import (
 
 // benchmarkHotPaths measures the storage calls behind each row of
 // examples/loadtest, serially and from 8 goroutines (/parallel).
-func benchmarkHotPaths(b *testing.B, open func(b *testing.B) graphserver.Storage) {
+func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.Storage, rules *Rules) {
+	open := func(b *testing.B) graphserver.Storage {
+		return &ruleStorage{Storage: openDriver(b), rules: rules, t: b}
+	}
 	// POST /threads
 	benchBoth(b, "Hot/CreateThread", open, nil, func(b *testing.B, st graphserver.Storage, _, _ int64) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
@@ -62,17 +65,17 @@ func benchmarkHotPaths(b *testing.B, open func(b *testing.B) graphserver.Storage
 
 	// The storage side of POST /runs/wait: a run on a new temporary thread,
 	// created already claimed, then finished with its thread deleted.
-	benchBoth(b, "Hot/StatelessRun", open, nil, func(b *testing.B, st graphserver.Storage, _, _ int64) {
+	benchBoth(b, "Hot/StatelessRun", open, func(b *testing.B, st graphserver.Storage) { needRules(b, st) }, func(b *testing.B, st graphserver.Storage, _, _ int64) {
 		run, ins := benchRun(uuid.NewString())
 		ins.CreateThread = &graphserver.Thread{ThreadID: run.ThreadID, CreatedAt: run.CreatedAt, UpdatedAt: run.CreatedAt,
 			StateUpdatedAt: run.CreatedAt, Metadata: graphserver.Metadata{"graph_id": "echo"}, Config: graphserver.Object{},
 			Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}
 		run.Kwargs.Temporary = true
-		created, err := st.CreateRun(b.Context(), run, ins)
+		created, err := rulesOf(st).CreateRun(b.Context(), run, ins)
 		if err != nil || !created.Claimed {
 			b.Fatal(created, err)
 		}
-		if err := st.FinishRun(b.Context(), &graphserver.RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: ins.Owner,
+		if err := rulesOf(st).FinishRun(b.Context(), &graphserver.RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: ins.Owner,
 			Status: graphserver.RunSuccess, DeleteThread: true, Now: time.Now()}); err != nil {
 			b.Fatal(err)
 		}
@@ -81,26 +84,27 @@ func benchmarkHotPaths(b *testing.B, open func(b *testing.B) graphserver.Storage
 	// The storage side of POST /threads/{id}/runs/wait, one client per
 	// thread: create the run claimed, write the engine's three checkpoints,
 	// finish with the thread's summary.
-	benchBoth(b, "Hot/ThreadRun", open, seedThreads, func(b *testing.B, st graphserver.Storage, _, worker int64) {
+	benchBoth(b, "Hot/ThreadRun", open, func(b *testing.B, st graphserver.Storage) {
+		needRules(b, st)
+		seedThreads(b, st)
+	}, func(b *testing.B, st graphserver.Storage, _, worker int64) {
 		tid := benchThreadID(worker)
 		run, ins := benchRun(tid)
-		created, err := st.CreateRun(b.Context(), run, ins)
+		created, err := rulesOf(st).CreateRun(b.Context(), run, ins)
 		if err != nil || !created.Claimed {
 			b.Fatal(created, err)
 		}
-		if rc, ok := st.(graphserver.RunCheckpointer); ok {
-			parent := ""
-			for step := range 3 {
-				cp := benchCheckpoint(tid, parent, step)
-				if err := rc.PutRunCheckpoint(b.Context(), run.RunID, ins.Owner, cp); err != nil {
-					b.Fatal(err)
-				}
-				parent = cp.CheckpointID
+		parent := ""
+		for step := range 3 {
+			cp := benchCheckpoint(tid, parent, step)
+			if err := st.PutRunCheckpoint(b.Context(), run.RunID, ins.Owner, cp); err != nil {
+				b.Fatal(err)
 			}
+			parent = cp.CheckpointID
 		}
 		sum := &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`{"messages":[{"role":"user","content":"hi"}]}`),
 			Interrupts: map[string][]graphserver.Interrupt{}}
-		if err := st.FinishRun(b.Context(), &graphserver.RunFinish{RunID: run.RunID, ThreadID: tid, Owner: ins.Owner,
+		if err := rulesOf(st).FinishRun(b.Context(), &graphserver.RunFinish{RunID: run.RunID, ThreadID: tid, Owner: ins.Owner,
 			Status: graphserver.RunSuccess, Summary: sum, Now: time.Now()}); err != nil {
 			b.Fatal(err)
 		}

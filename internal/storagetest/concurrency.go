@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -47,7 +48,10 @@ func exerciseConcurrency(t *testing.T, open func(t *testing.T) graphserver.Stora
 				if err := st.PutWrites(ctx, id, "", cid, "task", []graphserver.PendingWrite{{Channel: "n", Value: json.RawMessage(`1`)}}); err != nil {
 					errs <- fmt.Errorf("put writes: %w", err)
 				}
-				if err := st.SetThreadSummary(ctx, id, &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(fmt.Sprintf(`{"n":%d}`, s))}, at(100+s)); err != nil {
+				sum := &graphserver.ThreadSummary{Values: json.RawMessage(fmt.Sprintf(`{"n":%d}`, s))}
+				if err := st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+					return tx.UpdateThread(ctx, id, &graphserver.ThreadWrite{Now: at(100 + s), Status: graphserver.ThreadIdle, Summary: sum})
+				}); err != nil {
 					errs <- fmt.Errorf("summary: %w", err)
 				}
 				if _, err := st.UpdateAssistant(ctx, "shared", &graphserver.AssistantPatch{Metadata: graphserver.Metadata{id: float64(s)}}, at(s), nil); err != nil {

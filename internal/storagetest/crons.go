@@ -390,10 +390,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("CreateRunClaimsFiring", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		rs, ok := b.st.(graphserver.RunStorage)
-		if !ok {
-			t.Skip("storage does not implement RunStorage")
-		}
+		rs := needRules(t, b.st)
 		ctx := t.Context()
 		createCron(t, b.st, cronOpts{ID: "c1", ThreadID: "t1", NextRunDate: ptr(at(10))})
 		createCron(t, b.st, cronOpts{ID: "c2", NextRunDate: ptr(at(10))})
@@ -414,7 +411,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, at(20), *getCron(t, b, "c1").NextRunDate)
 
 		// A stateless firing claimed elsewhere creates no thread.
-		ok, err = b.st.FireCron(ctx, &graphserver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))})
+		ok, err := b.st.FireCron(ctx, &graphserver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))})
 		require.NoError(t, err)
 		require.True(t, ok)
 		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r4", ThreadID: "t9"}), &graphserver.RunInsert{
@@ -428,10 +425,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("ConcurrentFiringsCreateOneRun", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		rs, ok := b.st.(graphserver.RunStorage)
-		if !ok {
-			t.Skip("storage does not implement RunStorage")
-		}
+		rs := needRules(t, b.st)
 		ctx := t.Context()
 		createCron(t, b.st, cronOpts{ID: "c1", NextRunDate: ptr(at(10))})
 		const n = 16

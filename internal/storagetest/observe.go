@@ -17,9 +17,9 @@ func exerciseObserve(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 	t.Run("CountRunQueue", func(t *testing.T) {
 		t.Parallel()
 		st := open(t)
-		qc, ok := st.(graphserver.RunQueueCounter)
-		rs, isRS := st.(graphserver.RunStorage)
-		if !ok || !isRS {
+		qc, ok := rulesOf(st).Storage.(graphserver.RunQueueCounter)
+		rs := st
+		if !ok {
 			t.Skip("storage does not implement RunQueueCounter")
 		}
 		c, err := qc.CountRunQueue(t.Context(), at(0))
@@ -51,9 +51,9 @@ func exerciseObserve(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 	t.Run("ObserveWrites", func(t *testing.T) {
 		t.Parallel()
 		st := open(t)
-		os, ok := st.(graphserver.ObservableStorage)
-		rs, isRS := st.(graphserver.RunStorage)
-		if !ok || !isRS {
+		os, ok := rulesOf(st).Storage.(graphserver.ObservableStorage)
+		rs := st
+		if !ok {
 			t.Skip("storage does not implement ObservableStorage")
 		}
 		rec := &recorder{}

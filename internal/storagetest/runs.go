@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -42,27 +43,41 @@ func newRun(o runOpts) *graphserver.Run {
 	return r
 }
 
-// insertRun creates a run on an existing thread.
-func insertRun(t *testing.T, st graphserver.RunStorage, o runOpts) *graphserver.Run {
+// endRun sets a run's final status through the driver's transaction (no
+// rules: the thread is left as it is).
+func endRun(t *testing.T, st graphserver.Storage, runID, status string) {
+	t.Helper()
+	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+		return tx.SetRunStatus(ctx, runID, status, at(50))
+	}))
+}
+
+// insertRun creates a pending run on an existing thread and marks the
+// thread busy, through the driver's own transaction (no rules).
+func insertRun(t *testing.T, st graphserver.Storage, o runOpts) *graphserver.Run {
 	t.Helper()
 	r := newRun(o)
-	_, err := st.CreateRun(t.Context(), r, &graphserver.RunInsert{})
-	require.NoError(t, err)
+	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+		if err := tx.CheckThread(ctx, r.ThreadID, nil); err != nil {
+			return err
+		}
+		if err := tx.InsertRun(ctx, r, nil); err != nil {
+			return err
+		}
+		return tx.UpdateThread(ctx, r.ThreadID, &graphserver.ThreadWrite{Now: r.UpdatedAt, Status: graphserver.ThreadBusy})
+	}))
 	return r
 }
 
 func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	type bundle struct {
 		st graphserver.Storage
-		rs graphserver.RunStorage
+		rs *ruleStorage
 	}
 	setup := func(t *testing.T) *bundle {
 		t.Helper()
 		st := open(t)
-		rs, ok := st.(graphserver.RunStorage)
-		if !ok {
-			t.Skip("storage does not implement RunStorage")
-		}
+		rs := rulesOf(st)
 		createThread(t, st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{"owner": "ann"}})
 		return &bundle{st: st, rs: rs}
 	}
@@ -108,6 +123,49 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, "r1", runs[0].RunID)
 		_, err = b.rs.ListRuns(t.Context(), "missing", &graphserver.RunSearch{Limit: 1})
 		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
+	t.Run("GetList", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		r1 := insertRun(t, b.st, runOpts{ID: "r1", ThreadID: "t1", Webhook: "https://example.com/h"})
+		insertRun(t, b.st, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
+		insertRun(t, b.st, runOpts{ID: "r3", ThreadID: "t2", CreatedAt: at(2)})
+		got, err := b.rs.GetRun(t.Context(), "t1", "r1", nil)
+		require.NoError(t, err)
+		require.Equal(t, r1, got)
+		got, err = b.rs.GetRun(t.Context(), "", "r1", graphserver.Filter{"owner": "ann"})
+		require.NoError(t, err)
+		require.Equal(t, "t1", got.ThreadID)
+		_, err = b.rs.GetRun(t.Context(), "t2", "r1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.rs.GetRun(t.Context(), "", "r1", graphserver.Filter{"owner": "bob"})
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.rs.GetRun(t.Context(), "", "missing", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		runs, err := b.rs.ListRuns(t.Context(), "t1", &graphserver.RunSearch{Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{"r2", "r1"}, []string{runs[0].RunID, runs[1].RunID}, "newest first, the thread's runs only")
+		require.Len(t, runs, 2)
+		runs, err = b.rs.ListRuns(t.Context(), "t1", &graphserver.RunSearch{Limit: 1, Offset: 1})
+		require.NoError(t, err)
+		require.Equal(t, []string{"r1"}, []string{runs[0].RunID})
+		endRun(t, b.st, "r2", graphserver.RunSuccess)
+		runs, err = b.rs.ListRuns(t.Context(), "t1", &graphserver.RunSearch{Limit: 10, Status: graphserver.RunSuccess})
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		require.Equal(t, "r2", runs[0].RunID)
+		_, err = b.rs.ListRuns(t.Context(), "t1", &graphserver.RunSearch{Limit: 10, Filter: graphserver.Filter{"owner": "bob"}})
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = b.rs.ListRuns(t.Context(), "missing", &graphserver.RunSearch{Limit: 1})
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		// DeleteRun deletes a finished run, refuses an active one.
+		requireCode(t, b.rs.DeleteRun(t.Context(), "t1", "r1", nil), graphserver.ECONFLICT)
+		require.NoError(t, b.rs.DeleteRun(t.Context(), "t1", "r2", nil))
+		requireCode(t, b.rs.DeleteRun(t.Context(), "t1", "r2", nil), graphserver.ENOTFOUND)
 	})
 
 	t.Run("CreateThreadOrNotFound", func(t *testing.T) {
@@ -214,8 +272,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.NoError(t, err)
 		require.Nil(t, q)
 		// after_seconds: "later" is not eligible before its created_at.
-		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "c", Owner: "w", Status: graphserver.RunSuccess,
-			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`{"v":1}`)}, Now: at(11)}))
+		endRun(t, b.st, "c", graphserver.RunSuccess)
 		q, err = b.rs.ClaimRun(t.Context(), "w", at(12), at(70))
 		require.NoError(t, err)
 		require.Nil(t, q)
@@ -334,7 +391,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		b := setup(t)
 		// A state update computed its summary before a run was created.
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
-		require.NoError(t, b.st.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted,
+		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted,
 			Values: json.RawMessage(`{"v":1}`), Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}}, at(2)))
 		th, err := b.st.GetThread(t.Context(), "t1", nil)
 		require.NoError(t, err)
@@ -344,7 +401,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		_, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"r1"}}, graphserver.CancelInterrupt, at(3), nil)
 		require.NoError(t, err)
-		require.NoError(t, b.st.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
+		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
 		require.Equal(t, graphserver.ThreadInterrupted, threadStatus(t, b, "t1"))
 	})
 
@@ -405,10 +462,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("RunCheckpointerRollback", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		rc, ok := b.st.(graphserver.RunCheckpointer)
-		if !ok {
-			t.Skip("storage does not implement RunCheckpointer")
-		}
+		rc := b.st
 		ctx := t.Context()
 		pw := func(task, ch, v string) []graphserver.PendingWrite {
 			return []graphserver.PendingWrite{{TaskID: task, Channel: ch, Value: json.RawMessage(v)}}
@@ -454,10 +508,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("RunCheckpointerNeedsLease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		rc, ok := b.st.(graphserver.RunCheckpointer)
-		if !ok {
-			t.Skip("storage does not implement RunCheckpointer")
-		}
+		rc := b.st
 		ctx := t.Context()
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
 		_, err := b.rs.ClaimRun(ctx, "w1", at(1), at(10))
@@ -470,10 +521,15 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w1", cp("c1")))
 		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "other", cp("c2")), graphserver.ENOTFOUND)
 
-		// The lease lapses and another claim takes the run over.
-		swept, err := b.rs.SweepRuns(ctx, at(20), 5)
-		require.NoError(t, err)
-		require.Len(t, swept, 1)
+		// The lease lapses and another claim takes the run over (the
+		// Server's sweep puts it back to pending).
+		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+			expired, err := tx.ExpiredRuns(ctx, at(20))
+			if err != nil || len(expired) != 1 {
+				return fmt.Errorf("expired runs %v: %w", expired, err)
+			}
+			return tx.SetRunStatus(ctx, "r1", graphserver.RunPending, at(20))
+		}))
 		_, err = b.rs.ClaimRun(ctx, "w2", at(21), at(80))
 		require.NoError(t, err)
 		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "w1", cp("c3")), graphserver.ENOTFOUND)
@@ -568,10 +624,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("RunStatuses", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		r, ok := b.st.(graphserver.RunStatusReader)
-		if !ok {
-			t.Skip("storage does not implement RunStatusReader")
-		}
+		r := b.st
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
 		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
 		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))

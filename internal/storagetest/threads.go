@@ -382,7 +382,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		t.Parallel()
 		b := setup(t)
 		createThread(t, b.st, threadOpts{ID: "t1", Status: graphserver.ThreadBusy, Metadata: graphserver.Metadata{"k": "v"}})
-		require.NoError(t, b.st.SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{
+		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{
 			Status:     graphserver.ThreadInterrupted,
 			Values:     json.RawMessage(`{"a":[1]}`),
 			Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: map[string]any{"q": "?"}, ID: "i1"}}},
@@ -398,7 +398,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.Equal(t, t0, got.CreatedAt)
 		require.Equal(t, graphserver.Metadata{"k": "v"}, got.Metadata)
 
-		require.NoError(t, b.st.SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{
+		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{
 			Status: graphserver.ThreadError, Values: json.RawMessage(`{"a":[1]}`), Error: json.RawMessage(`{"error":"ValueError","message":"bad"}`),
 		}, at(60)))
 		got, err = b.st.GetThread(b.ctx, "t1", nil)
@@ -408,7 +408,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.JSONEq(t, `{"error":"ValueError","message":"bad"}`, string(got.Error))
 		require.Equal(t, at(60), got.StateUpdatedAt)
 
-		requireCode(t, b.st.SetThreadSummary(b.ctx, "missing", &graphserver.ThreadSummary{Status: "idle"}, at(1)), graphserver.ENOTFOUND)
+		requireCode(t, rulesOf(b.st).SetThreadSummary(b.ctx, "missing", &graphserver.ThreadSummary{Status: "idle"}, at(1)), graphserver.ENOTFOUND)
 	})
 
 	t.Run("SummaryMovesTTL", func(t *testing.T) {
@@ -417,7 +417,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		createThread(t, b.st, threadOpts{ID: "t1"})
 		_, err := b.st.UpdateThread(b.ctx, "t1", &graphserver.ThreadPatch{TTL: &graphserver.ThreadTTL{Minutes: 5}}, at(0), nil)
 		require.NoError(t, err)
-		require.NoError(t, b.st.SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{Status: "idle"}, at(100)))
+		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{Status: "idle"}, at(100)))
 		got, err := b.st.GetThread(b.ctx, "t1", nil)
 		require.NoError(t, err)
 		exp := at(100).Add(5 * time.Minute)

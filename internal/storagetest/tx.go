@@ -1,0 +1,341 @@
+package storagetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
+)
+
+// exerciseTx: Storage.WithTx and each operation of graphserver.Tx, which
+// the Server's run rules are built from. A driver stores and queries; the
+// rules themselves are exercised from graphserver's tests (RunWithRules).
+func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+	setup := func(t *testing.T) graphserver.Storage {
+		t.Helper()
+		st := open(t)
+		createThread(t, st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{"owner": "ann"}})
+		return st
+	}
+	// inTx runs fn in one transaction and requires it to succeed.
+	inTx := func(t *testing.T, st graphserver.Storage, fn func(ctx context.Context, tx graphserver.Tx) error) {
+		t.Helper()
+		require.NoError(t, st.WithTx(t.Context(), fn))
+	}
+	getThread := func(t *testing.T, st graphserver.Storage, id string) *graphserver.Thread {
+		t.Helper()
+		th, err := st.GetThread(t.Context(), id, nil)
+		require.NoError(t, err)
+		return th
+	}
+	getRun := func(t *testing.T, st graphserver.Storage, id string) *graphserver.Run {
+		t.Helper()
+		r, err := st.GetRun(t.Context(), "", id, nil)
+		require.NoError(t, err)
+		return r
+	}
+	refIDs := func(refs []graphserver.RunRef) []string {
+		ids := []string{}
+		for _, r := range refs {
+			ids = append(ids, r.RunID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+
+	t.Run("RollbackOnError", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		boom := graphserver.Errorf(graphserver.ECONFLICT, "boom")
+		err := st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+			if err := tx.InsertRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), nil); err != nil {
+				return err
+			}
+			if err := tx.UpdateThread(ctx, "t1", &graphserver.ThreadWrite{Now: at(1), Status: graphserver.ThreadBusy}); err != nil {
+				return err
+			}
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		requireCode(t, err, graphserver.ECONFLICT)
+		_, err = st.GetRun(t.Context(), "", "r1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		require.Equal(t, graphserver.ThreadIdle, getThread(t, st, "t1").Status, "nothing of the failed transaction stays")
+	})
+
+	t.Run("CancelledContext", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		ran := false
+		err := st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+			ran = true
+			return nil
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		require.False(t, ran, "fn does not start once ctx is done")
+	})
+
+	t.Run("Threads", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			require.NoError(t, tx.CheckThread(ctx, "t1", nil))
+			require.NoError(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "ann"}))
+			requireCode(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "bob"}), graphserver.ENOTFOUND)
+			requireCode(t, tx.CheckThread(ctx, "missing", nil), graphserver.ENOTFOUND)
+
+			require.NoError(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1), UpdatedAt: at(2),
+				StateUpdatedAt: at(1), Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{"c": 1.0},
+				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}))
+			requireCode(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1)}), graphserver.ECONFLICT)
+			requireCode(t, tx.UpdateThread(ctx, "missing", &graphserver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle}), graphserver.ENOTFOUND)
+			return nil
+		})
+		th := getThread(t, st, "t2")
+		require.Equal(t, graphserver.ThreadBusy, th.Status)
+		require.Equal(t, graphserver.Metadata{"k": "v"}, th.Metadata)
+		require.Equal(t, graphserver.Object{"c": 1.0}, th.Config)
+		require.Equal(t, at(2), th.UpdatedAt)
+
+		// Status only where IfStatus holds; the rest of the write applies.
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.UpdateThread(ctx, "t2", &graphserver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle,
+				IfStatus: graphserver.ThreadError, MergeMetadata: graphserver.Metadata{"graph_id": "g", "nested": map[string]any{"a": 1.0}}})
+		})
+		th = getThread(t, st, "t2")
+		require.Equal(t, graphserver.ThreadBusy, th.Status)
+		require.Equal(t, graphserver.Metadata{"k": "v", "graph_id": "g", "nested": map[string]any{"a": 1.0}}, th.Metadata)
+		require.Equal(t, at(3), th.UpdatedAt)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.UpdateThread(ctx, "t2", &graphserver.ThreadWrite{Now: at(4), Status: graphserver.ThreadIdle,
+				IfStatus: graphserver.ThreadBusy, Config: graphserver.Object{"c": 2.0}, MergeMetadata: graphserver.Metadata{"nested": map[string]any{"b": 2.0}}})
+		})
+		th = getThread(t, st, "t2")
+		require.Equal(t, graphserver.ThreadIdle, th.Status)
+		require.Equal(t, graphserver.Metadata{"k": "v", "graph_id": "g", "nested": map[string]any{"b": 2.0}}, th.Metadata,
+			"a merged key's value is replaced as a whole")
+		require.Equal(t, graphserver.Object{"c": 2.0}, th.Config)
+		require.Equal(t, at(1), th.StateUpdatedAt, "no summary: the state did not change")
+
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.DeleteThread(ctx, "t2")
+		})
+		_, err := st.GetThread(t.Context(), "t2", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.DeleteThread(ctx, "t2") // missing: not an error
+		})
+	})
+
+	t.Run("ThreadSummary", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		sum := &graphserver.ThreadSummary{Values: json.RawMessage(`{"n":1}`), Error: json.RawMessage(`{"error":"E"}`),
+			Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "ask", ID: "i1"}}}}
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.UpdateThread(ctx, "t1", &graphserver.ThreadWrite{Now: at(5), Status: graphserver.ThreadInterrupted, Summary: sum})
+		})
+		th := getThread(t, st, "t1")
+		require.Equal(t, graphserver.ThreadInterrupted, th.Status)
+		require.JSONEq(t, `{"n":1}`, string(th.Values))
+		require.JSONEq(t, `{"error":"E"}`, string(th.Error))
+		require.Len(t, th.Interrupts["task"], 1)
+		require.Equal(t, at(5), th.StateUpdatedAt)
+		require.Equal(t, at(5), th.UpdatedAt)
+
+		// KeepValues: the error is written, values and interrupts stay.
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.UpdateThread(ctx, "t1", &graphserver.ThreadWrite{Now: at(6), Status: graphserver.ThreadError,
+				Summary: &graphserver.ThreadSummary{Error: json.RawMessage(`{"error":"F"}`)}, KeepValues: true})
+		})
+		th = getThread(t, st, "t1")
+		require.Equal(t, graphserver.ThreadError, th.Status)
+		require.JSONEq(t, `{"n":1}`, string(th.Values))
+		require.JSONEq(t, `{"error":"F"}`, string(th.Error))
+		require.Len(t, th.Interrupts["task"], 1)
+
+		// A TTL expiry moves to Now + TTL with a summary.
+		_, err := st.CreateThread(t.Context(), &graphserver.Thread{ThreadID: "ttl", CreatedAt: at(0),
+			TTL: &graphserver.ThreadTTLInfo{Strategy: graphserver.PruneDelete, TTLMinutes: 1}}, graphserver.IfExistsRaise, nil)
+		require.NoError(t, err)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.UpdateThread(ctx, "ttl", &graphserver.ThreadWrite{Now: at(100), Status: graphserver.ThreadIdle,
+				Summary: &graphserver.ThreadSummary{}})
+		})
+		th, err = st.GetThread(t.Context(), "ttl", nil)
+		require.NoError(t, err)
+		require.NotNil(t, th.TTL)
+		require.Equal(t, at(160), *th.TTL.ExpiresAt)
+	})
+
+	t.Run("Runs", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		createThread(t, st, threadOpts{ID: "t2", Metadata: graphserver.Metadata{"owner": "bob"}})
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "p1", ThreadID: "t1", Webhook: "http://127.0.0.1:1/h"}), nil))
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "c1", ThreadID: "t1", CreatedAt: at(1)}),
+				&graphserver.RunClaim{Owner: "w", LeaseUntil: at(30)}))
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "p2", ThreadID: "t2"}), nil))
+			done := newRun(runOpts{ID: "d1", ThreadID: "t1"})
+			done.Status = graphserver.RunSuccess
+			require.NoError(t, tx.InsertRun(ctx, done, nil))
+			requireCode(t, tx.InsertRun(ctx, newRun(runOpts{ID: "p1", ThreadID: "t1"}), nil), graphserver.ECONFLICT)
+
+			r, err := tx.GetRun(ctx, "p1")
+			require.NoError(t, err)
+			require.Equal(t, graphserver.RunPending, r.Status)
+			require.Equal(t, 0, r.Attempt)
+			require.Equal(t, "http://127.0.0.1:1/h", *r.Kwargs.Webhook)
+			require.JSONEq(t, `{"x":1}`, string(r.Kwargs.Input))
+			r, err = tx.GetRun(ctx, "c1")
+			require.NoError(t, err)
+			require.Equal(t, graphserver.RunRunning, r.Status)
+			require.Equal(t, 1, r.Attempt)
+			_, err = tx.GetRun(ctx, "missing")
+			requireCode(t, err, graphserver.ENOTFOUND)
+
+			active, err := tx.ActiveRuns(ctx, "t1")
+			require.NoError(t, err)
+			require.Equal(t, []string{"c1", "p1"}, refIDs(active))
+
+			refs, err := tx.SelectRuns(ctx, &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"p1", "d1", "p2"}}, nil)
+			require.NoError(t, err)
+			require.Equal(t, []string{"d1", "p1"}, refIDs(refs), "runs of another thread are absent")
+			refs, err = tx.SelectRuns(ctx, &graphserver.RunCancelSelect{Status: graphserver.RunPending}, nil)
+			require.NoError(t, err)
+			require.Equal(t, []string{"p1", "p2"}, refIDs(refs))
+			refs, err = tx.SelectRuns(ctx, &graphserver.RunCancelSelect{Status: graphserver.RunRunning}, nil)
+			require.NoError(t, err)
+			require.Equal(t, []string{"c1"}, refIDs(refs))
+			refs, err = tx.SelectRuns(ctx, &graphserver.RunCancelSelect{Status: "all"}, graphserver.Filter{"owner": "bob"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"p2"}, refIDs(refs), "the filter applies to the thread's metadata")
+
+			held, err := tx.HeldRun(ctx, "c1", "w")
+			require.NoError(t, err)
+			require.Equal(t, graphserver.RunRef{RunID: "c1", ThreadID: "t1", Status: graphserver.RunRunning, Attempt: 1}, *held)
+			_, err = tx.HeldRun(ctx, "c1", "other")
+			requireCode(t, err, graphserver.ENOTFOUND)
+			_, err = tx.HeldRun(ctx, "p1", "w")
+			requireCode(t, err, graphserver.ENOTFOUND)
+
+			expired, err := tx.ExpiredRuns(ctx, at(30))
+			require.NoError(t, err)
+			require.Empty(t, expired, "the lease runs until at(30)")
+			expired, err = tx.ExpiredRuns(ctx, at(31))
+			require.NoError(t, err)
+			require.Equal(t, []string{"c1"}, refIDs(expired))
+			return nil
+		})
+
+		// A claimed run's lease is the owner's; a recorded cancellation
+		// reaches the worker and the sweep.
+		action, err := st.RenewRunLease(t.Context(), "c1", "w", at(40))
+		require.NoError(t, err)
+		require.Empty(t, action)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.SetRunCancel(ctx, "c1", graphserver.CancelRollback, at(2))
+		})
+		action, err = st.RenewRunLease(t.Context(), "c1", "w", at(40))
+		require.NoError(t, err)
+		require.Equal(t, graphserver.CancelRollback, action)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			expired, err := tx.ExpiredRuns(ctx, at(41))
+			require.NoError(t, err)
+			require.Len(t, expired, 1)
+			require.Equal(t, graphserver.CancelRollback, expired[0].CancelAction)
+			return nil
+		})
+
+		// SetRunStatus clears the lease and the cancellation.
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			requireCode(t, tx.SetRunStatus(ctx, "missing", graphserver.RunError, at(3)), graphserver.ENOTFOUND)
+			return tx.SetRunStatus(ctx, "c1", graphserver.RunPending, at(3))
+		})
+		r := getRun(t, st, "c1")
+		require.Equal(t, graphserver.RunPending, r.Status)
+		require.Equal(t, at(3), r.UpdatedAt)
+		_, err = st.RenewRunLease(t.Context(), "c1", "w", at(50))
+		requireCode(t, err, graphserver.ENOTFOUND)
+		q, err := st.ClaimRun(t.Context(), "w2", at(4), at(60))
+		require.NoError(t, err)
+		require.Equal(t, "p1", q.Run.RunID, "the oldest pending run of a thread with no running run")
+		q, err = st.ClaimRun(t.Context(), "w3", at(4), at(60))
+		require.NoError(t, err)
+		require.Equal(t, "p2", q.Run.RunID, "t1 has a running run now")
+		action, err = st.RenewRunLease(t.Context(), "p1", "w2", at(70))
+		require.NoError(t, err)
+		require.Empty(t, action)
+
+		// DeleteRun takes the run's checkpoints; a missing run is not an error.
+		require.NoError(t, st.PutRunCheckpoint(t.Context(), "p1", "w2", &graphserver.CheckpointRecord{ThreadID: "t1", RunID: "p1",
+			CheckpointID: "cp1", CreatedAt: at(5), ChannelVersions: map[string]string{"n": "1"},
+			NewBlobs: []graphserver.ChannelBlob{blob("n", "1", "", "1")}, Body: json.RawMessage(`{}`)}))
+		_, err = st.GetCheckpoint(t.Context(), "t1", "", "cp1")
+		require.NoError(t, err)
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			require.NoError(t, tx.DeleteRun(ctx, "t1", "p1"))
+			return tx.DeleteRun(ctx, "t1", "p1")
+		})
+		_, err = st.GetRun(t.Context(), "", "p1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = st.GetCheckpoint(t.Context(), "t1", "", "cp1")
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		// DeleteThread takes the thread's runs.
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			return tx.DeleteThread(ctx, "t2")
+		})
+		_, err = st.GetRun(t.Context(), "", "p2", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
+	t.Run("WebhookAndCron", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		createAssistant(t, st, assistantOpts{ID: "a1"})
+		createCron(t, st, cronOpts{ID: "c1", NextRunDate: ptr(at(10))})
+		d := &graphserver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "http://127.0.0.1:1/h", Body: json.RawMessage(`{"a":1}`), NextAt: at(1)}
+		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+			require.NoError(t, tx.InsertWebhook(ctx, d, at(0)))
+			again := *d
+			again.URL = "http://127.0.0.1:1/other"
+			require.NoError(t, tx.InsertWebhook(ctx, &again, at(0)), "a queued id is left as it is")
+			fired, err := tx.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
+			require.NoError(t, err)
+			require.True(t, fired)
+			fired, err = tx.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
+			require.NoError(t, err)
+			require.False(t, fired, "fired once")
+			return nil
+		})
+		hooks, err := st.ClaimWebhooks(t.Context(), at(1), at(2), 10)
+		require.NoError(t, err)
+		require.Len(t, hooks, 1)
+		require.Equal(t, "http://127.0.0.1:1/h", hooks[0].URL)
+		require.JSONEq(t, `{"a":1}`, string(hooks[0].Body))
+		c, err := st.GetCron(t.Context(), "c1", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, at(20), *c.NextRunDate)
+
+		// A firing in a transaction that fails is not claimed.
+		errStop := errors.New("stop")
+		require.ErrorIs(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+			fired, err := tx.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(20), Next: ptr(at(30))})
+			require.NoError(t, err)
+			require.True(t, fired)
+			return errStop
+		}), errStop)
+		c, err = st.GetCron(t.Context(), "c1", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, at(20), *c.NextRunDate)
+	})
+}

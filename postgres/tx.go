@@ -1,0 +1,347 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graphserver/graphserver"
+)
+
+// WithTx implements graphserver.Storage: one READ COMMITTED transaction,
+// reported to the observers as a write. Its operations lock the rows they
+// read for a change, so that the Server's rules run one after the other on
+// one thread in every process, in the driver's one lock order (see
+// lockThread): a thread's row (FOR NO KEY UPDATE) before the rows of its
+// runs; the operations that list runs lock their threads first. The
+// notifications they send (a run queued, ended or cancelled) go out when
+// it commits.
+func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx graphserver.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		return fn(ctx, &txn{db: db, tx: tx})
+	})
+}
+
+// txn is a graphserver.Tx on a pgx transaction.
+type txn struct {
+	db *DB
+	tx pgx.Tx
+}
+
+var _ graphserver.Tx = (*txn)(nil)
+
+// runRefRow is a run as graphserver.RunRef reads it.
+type runRefRow struct {
+	RunID    string  `db:"run_id"`
+	ThreadID string  `db:"thread_id"`
+	Status   string  `db:"status"`
+	Attempt  int     `db:"attempt"`
+	Cancel   *string `db:"cancel_action"`
+}
+
+const runRefColumns = `r.run_id, r.thread_id, r.status, r.attempt, r.cancel_action`
+
+func runRefs(rows []runRefRow) []graphserver.RunRef {
+	out := make([]graphserver.RunRef, len(rows))
+	for i, r := range rows {
+		out[i] = graphserver.RunRef{RunID: r.RunID, ThreadID: r.ThreadID, Status: r.Status, Attempt: r.Attempt, CancelAction: deref(r.Cancel)}
+	}
+	return out
+}
+
+// CheckThread implements graphserver.Tx. It locks the thread's row: every
+// change of a thread's runs takes that lock first.
+func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
+	return lockThread(ctx, t.tx, id, filter)
+}
+
+// InsertThread implements graphserver.Tx.
+func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
+	args, err := t.db.threadInsertArgs(th)
+	if err != nil {
+		return err
+	}
+	n, err := exec(ctx, t.tx, insertThreadQuery, args...)
+	if err != nil {
+		return fmt.Errorf("insert thread: %w", err)
+	} else if n == 0 {
+		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", th.ThreadID)
+	}
+	return nil
+}
+
+// UpdateThread implements graphserver.Tx.
+func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.ThreadWrite) error {
+	set := []string{"updated_at = ?"}
+	args := []any{w.Now}
+	if w.Status != "" {
+		if w.IfStatus != "" {
+			set = append(set, "status = CASE WHEN status = ? THEN ? ELSE status END")
+			args = append(args, w.IfStatus, w.Status)
+		} else {
+			set = append(set, "status = ?")
+			args = append(args, w.Status)
+		}
+	}
+	if w.MergeMetadata != nil {
+		m, err := marshalObject(w.MergeMetadata)
+		if err != nil {
+			return err
+		}
+		set = append(set, "metadata = metadata || ?::jsonb")
+		args = append(args, m)
+	}
+	if w.Config != nil {
+		c, err := marshalObject(w.Config)
+		if err != nil {
+			return err
+		}
+		set = append(set, "config = ?::jsonb")
+		args = append(args, c)
+	}
+	if s := w.Summary; s != nil {
+		errv, err := nullRaw(s.Error)
+		if err != nil {
+			return err
+		}
+		// A TTL expiry moves to now + TTL (a disarmed one is armed again).
+		set = append(set, "error = ?", "state_updated_at = ?",
+			"ttl_expires_at = CASE WHEN ttl_minutes IS NULL THEN ttl_expires_at ELSE ?::timestamptz + ttl_minutes * interval '1 minute' END")
+		args = append(args, errv, w.Now, w.Now)
+		if !w.KeepValues {
+			values, err := nullRaw(s.Values)
+			if err != nil {
+				return err
+			}
+			interrupts, err := marshalJSON(cmpOrEmpty(s.Interrupts))
+			if err != nil {
+				return err
+			}
+			set = append(set, "state_values = ?", "interrupts = ?")
+			args = append(args, values, interrupts)
+		}
+	}
+	n, err := exec(ctx, t.tx, `UPDATE threads SET `+strings.Join(set, ", ")+` WHERE thread_id = ?`, append(args, id)...)
+	if err != nil {
+		return fmt.Errorf("update thread %s: %w", id, err)
+	}
+	if n == 0 {
+		return threadNotFound(id)
+	}
+	return nil
+}
+
+// DeleteThread implements graphserver.Tx. Runs and checkpoints go with the
+// thread (ON DELETE CASCADE); the runs that were in flight are announced
+// as ended.
+func (t *txn) DeleteThread(ctx context.Context, id string) error {
+	active, err := scalars[string](ctx, t.tx, `SELECT run_id FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')`, id)
+	if err != nil {
+		return fmt.Errorf("delete thread %s: %w", id, err)
+	}
+	if _, err := exec(ctx, t.tx, `DELETE FROM threads WHERE thread_id = ?`, id); err != nil {
+		return fmt.Errorf("delete thread %s: %w", id, err)
+	}
+	for _, runID := range active {
+		if err := notifyTx(ctx, t.tx, channelRunEnded, runID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertRun implements graphserver.Tx. A pending run wakes the workers of
+// every process.
+func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphserver.RunClaim) error {
+	metadata, err := marshalObject(r.Metadata)
+	if err != nil {
+		return err
+	}
+	kwargs, err := marshalJSON(r.Kwargs)
+	if err != nil {
+		return err
+	}
+	status, attempt := r.Status, 0
+	var owner *string
+	var lease *time.Time
+	if claim != nil {
+		status, attempt = graphserver.RunRunning, 1
+		owner, lease = &claim.Owner, &claim.LeaseUntil
+	}
+	n, err := exec(ctx, t.tx, `INSERT INTO runs (`+runColumns+`, lease_owner, lease_expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+		r.RunID, r.ThreadID, r.AssistantID, r.CreatedAt, r.UpdatedAt, status, metadata,
+		r.MultitaskStrategy, kwargs, attempt, owner, lease)
+	if err != nil {
+		return fmt.Errorf("insert run: %w", err)
+	} else if n == 0 {
+		return graphserver.Errorf(graphserver.ECONFLICT, "Run with ID %s already exists", r.RunID)
+	}
+	if status == graphserver.RunPending {
+		return notifyTx(ctx, t.tx, channelRunQueued, r.RunID)
+	}
+	return nil
+}
+
+// GetRun implements graphserver.Tx.
+func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error) {
+	r, err := getRow[runRow](ctx, t.tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, runNotFound(runID)
+	} else if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	return r.run()
+}
+
+// ActiveRuns implements graphserver.Tx. The thread's row, then the runs'
+// rows are locked: a claim in progress is waited for and seen as running.
+func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.RunRef, error) {
+	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = ? FOR NO KEY UPDATE`, threadID); err != nil {
+		return nil, fmt.Errorf("lock thread %s: %w", threadID, err)
+	}
+	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
+		WHERE r.thread_id = ? AND r.status IN ('pending', 'running') ORDER BY r.run_id FOR UPDATE`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("list active runs: %w", err)
+	}
+	return runRefs(rows), nil
+}
+
+// SelectRuns implements graphserver.Tx. The runs' threads are locked, in
+// thread id order, then the runs, in run id order.
+func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, filter graphserver.Filter) ([]graphserver.RunRef, error) {
+	var w where
+	switch {
+	case len(sel.RunIDs) > 0:
+		w.add("r.thread_id = ?", sel.ThreadID)
+		w.add("r.run_id = ANY(?::text[])", sel.RunIDs)
+	case sel.Status == "all":
+		w.add("r.status IN ('pending', 'running')")
+	default:
+		w.add("r.status = ?", sel.Status)
+	}
+	if err := w.filter("t.metadata", filter); err != nil {
+		return nil, err
+	}
+	if err := lockRunThreads(ctx, t.tx, &w); err != nil {
+		return nil, err
+	}
+	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
+		JOIN threads AS t ON t.thread_id = r.thread_id`+w.String()+` ORDER BY r.run_id FOR UPDATE OF r`, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("select runs: %w", err)
+	}
+	return runRefs(rows), nil
+}
+
+// HeldRun implements graphserver.Tx. The run's thread row, then its row
+// are locked.
+func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.RunRef, error) {
+	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
+		FOR NO KEY UPDATE`, runID); err != nil {
+		return nil, fmt.Errorf("lock thread of run %s: %w", runID, err)
+	}
+	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
+		WHERE r.run_id = ? AND r.lease_owner = ? AND r.status = 'running' FOR UPDATE`, runID, owner)
+	if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	if len(rows) == 0 {
+		return nil, runNotFound(runID)
+	}
+	return &runRefs(rows)[0], nil
+}
+
+// ExpiredRuns implements graphserver.Tx. The runs and their threads are
+// locked without waiting, skipping those another process is sweeping or
+// finishing.
+func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]graphserver.RunRef, error) {
+	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
+		JOIN threads AS t ON t.thread_id = r.thread_id
+		WHERE r.status = 'running' AND r.lease_expires_at < ? ORDER BY r.run_id FOR NO KEY UPDATE OF r, t SKIP LOCKED`, now)
+	if err != nil {
+		return nil, fmt.Errorf("select expired runs: %w", err)
+	}
+	return runRefs(rows), nil
+}
+
+// SetRunStatus implements graphserver.Tx. A run back to pending wakes the
+// workers of every process; a run that ended is announced, and wakes them
+// when its thread has a run waiting.
+func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.Time) error {
+	threadID, err := scalar[string](ctx, t.tx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
+		lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ? RETURNING thread_id`, status, now, runID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return runNotFound(runID)
+	} else if err != nil {
+		return fmt.Errorf("set status of run %s: %w", runID, err)
+	}
+	switch status {
+	case graphserver.RunPending:
+		return notifyTx(ctx, t.tx, channelRunQueued, runID)
+	case graphserver.RunRunning:
+		return nil
+	}
+	return t.ended(ctx, threadID, runID)
+}
+
+// ended announces that run runID of threadID ended, and wakes the workers
+// of every process when the thread has a run waiting.
+func (t *txn) ended(ctx context.Context, threadID, runID string) error {
+	if err := notifyTx(ctx, t.tx, channelRunEnded, runID); err != nil {
+		return err
+	}
+	waiting, err := scalar[bool](ctx, t.tx, `SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status = 'pending')`, threadID)
+	if err != nil {
+		return fmt.Errorf("end run %s: %w", runID, err)
+	}
+	if waiting {
+		return notifyTx(ctx, t.tx, channelRunQueued, runID)
+	}
+	return nil
+}
+
+// SetRunCancel implements graphserver.Tx: the worker of the run, in any
+// process, is notified.
+func (t *txn) SetRunCancel(ctx context.Context, runID, action string, now time.Time) error {
+	if _, err := exec(ctx, t.tx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`, action, now, runID); err != nil {
+		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	return notifyTx(ctx, t.tx, channelCancel, action+" "+runID)
+}
+
+// DeleteRun implements graphserver.Tx. The run is announced as ended.
+func (t *txn) DeleteRun(ctx context.Context, threadID, runID string) error {
+	if err := deleteRunTx(ctx, t.tx, threadID, runID); err != nil {
+		return err
+	}
+	return t.ended(ctx, threadID, runID)
+}
+
+// InsertWebhook implements graphserver.Tx.
+func (t *txn) InsertWebhook(ctx context.Context, d *graphserver.WebhookDelivery, now time.Time) error {
+	return insertWebhook(ctx, t.tx, d, now)
+}
+
+// FireCron implements graphserver.Tx.
+func (t *txn) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
+	return fireCron(ctx, t.tx, f)
+}
+
+// lockRunThreads locks, in order, the threads of the runs w selects (on
+// runs r joined with threads t): the thread rows before the run rows.
+func lockRunThreads(ctx context.Context, tx pgx.Tx, w *where) error {
+	if _, err := exec(ctx, tx, `SELECT 1 FROM threads WHERE thread_id IN (SELECT r.thread_id FROM runs AS r
+		JOIN threads AS t ON t.thread_id = r.thread_id`+w.String()+`) ORDER BY thread_id FOR NO KEY UPDATE`, w.args...); err != nil {
+		return fmt.Errorf("lock threads: %w", err)
+	}
+	return nil
+}

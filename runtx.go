@@ -1,0 +1,436 @@
+package graphserver
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"maps"
+	"time"
+)
+
+// This file holds the run rules that span several rows: a run's creation
+// with its multitask outcome, cancellations, a run's end, the lease sweep
+// and the thread status they derive. They run inside one Storage.WithTx
+// transaction each, over the small operations of Tx, so that every driver
+// shares them. Storage.WithTx may run a function more than once: each one
+// sets its results anew on every call.
+
+// insertRun inserts r after checking its thread (see RunInsert): a missing
+// thread gives ENOTFOUND unless opts.CreateThread is set, then that thread
+// is inserted. When the thread has pending or running runs, the multitask
+// strategy r.MultitaskStrategy applies: reject gives ECONFLICT (with
+// MultitaskRejectMessage); interrupt and rollback cancel them (as
+// cancelRuns does) and report them; enqueue leaves them. The thread is
+// marked busy, opts.ThreadMetadata merged into its metadata, and its config
+// replaced by opts.ThreadConfig when that is non-nil. When opts.Owner is set
+// and the run can start at once (r.CreatedAt is not after r.UpdatedAt and,
+// once the strategy applied, no other run of the thread is pending or
+// running), it is inserted already claimed by Owner (status running,
+// attempt 1, leased until opts.LeaseUntil) and the result says Claimed.
+func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCreated, error) {
+	if opts == nil {
+		opts = &RunInsert{}
+	}
+	res := &RunCreated{}
+	err := st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		*res = RunCreated{}
+		if opts.Cron != nil {
+			if fired, err := tx.FireCron(ctx, opts.Cron); err != nil {
+				return err
+			} else if !fired {
+				return errCronFired(opts.Cron)
+			}
+		}
+		inserted := false
+		if err := tx.CheckThread(ctx, r.ThreadID, opts.Filter); ErrorCode(err) == ENOTFOUND {
+			if opts.CreateThread == nil {
+				return err
+			}
+			// Inserted as the update below would leave it: busy, with the
+			// metadata and config of the run.
+			t := *opts.CreateThread
+			t.Metadata = Metadata{}
+			maps.Copy(t.Metadata, opts.CreateThread.Metadata)
+			maps.Copy(t.Metadata, opts.ThreadMetadata)
+			if opts.ThreadConfig != nil {
+				t.Config = opts.ThreadConfig
+			}
+			t.Status, t.UpdatedAt = ThreadBusy, r.UpdatedAt
+			if err := tx.InsertThread(ctx, &t); err != nil {
+				return err
+			}
+			inserted = true
+		} else if err != nil {
+			return err
+		}
+		active, err := tx.ActiveRuns(ctx, r.ThreadID)
+		if err != nil {
+			return err
+		}
+		free := len(active) == 0 // no run of the thread stays pending or running
+		if !free {
+			switch r.MultitaskStrategy {
+			case MultitaskReject:
+				return Errorf(ECONFLICT, MultitaskRejectMessage)
+			case MultitaskInterrupt, MultitaskRollback:
+				action := CancelInterrupt
+				if r.MultitaskStrategy == MultitaskRollback {
+					action = CancelRollback
+				}
+				free = true
+				for _, a := range active {
+					c, err := cancelRun(ctx, tx, a, action, r.UpdatedAt)
+					if err != nil {
+						return err
+					}
+					res.Cancelled = append(res.Cancelled, c)
+					if c.Status == RunRunning {
+						free = false
+					}
+				}
+			}
+		}
+		row := *r
+		row.Status = RunPending
+		var claim *RunClaim
+		if opts.Owner != "" && free && !r.CreatedAt.After(r.UpdatedAt) {
+			claim = &RunClaim{Owner: opts.Owner, LeaseUntil: opts.LeaseUntil}
+			res.Claimed = true
+		}
+		if err := tx.InsertRun(ctx, &row, claim); err != nil {
+			return err
+		}
+		if inserted {
+			return nil
+		}
+		return tx.UpdateThread(ctx, r.ThreadID, &ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy,
+			MergeMetadata: opts.ThreadMetadata, Config: opts.ThreadConfig})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// errCronFired is the ECONFLICT of a run whose cron firing was claimed
+// elsewhere (RunInsert.Cron).
+func errCronFired(f *CronFiring) error {
+	return Errorf(ECONFLICT, "Cron %s is not due at %s: its firing was claimed elsewhere, or it was disabled or deleted.",
+		f.CronID, f.Due.UTC().Format(time.RFC3339Nano))
+}
+
+// cancelRuns cancels the selected runs: pending runs become interrupted
+// (action interrupt) or are deleted (rollback), with their thread's status
+// recomputed; running runs get the action recorded for their worker to
+// observe (RenewRunLease). Finished runs are left alone. ENOTFOUND when sel
+// names runs by id and one of them does not exist (or filter hides it).
+// Each pending run it ends gets its webhook queued (EndedRunWebhook, status
+// interrupted), and the temporary thread of a stateless run
+// (Kwargs.Temporary) is deleted with it, as a finish's DeleteThread does.
+func cancelRuns(ctx context.Context, st Storage, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error) {
+	var out []CancelledRun
+	err := st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		out = nil
+		refs, err := tx.SelectRuns(ctx, sel, filter)
+		if err != nil {
+			return err
+		}
+		if len(sel.RunIDs) > 0 {
+			want := map[string]bool{}
+			for _, id := range sel.RunIDs {
+				want[id] = true
+			}
+			if len(refs) < len(want) {
+				return Errorf(ENOTFOUND, "Some runs were not found.")
+			}
+		}
+		var threads []string
+		seen := map[string]bool{}
+		for _, a := range refs {
+			if a.Status != RunPending && a.Status != RunRunning {
+				continue
+			}
+			c, err := cancelRun(ctx, tx, a, action, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+			if c.Status != RunRunning && !seen[a.ThreadID] {
+				seen[a.ThreadID] = true
+				threads = append(threads, a.ThreadID)
+			}
+		}
+		for _, id := range threads {
+			if err := settleThread(ctx, tx, id, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// cancelRun cancels one active run inside tx: a pending run is interrupted
+// or deleted at once (its webhook queued, a stateless run's thread
+// deleted), a running one gets the action recorded.
+func cancelRun(ctx context.Context, tx Tx, a RunRef, action string, now time.Time) (CancelledRun, error) {
+	c := CancelledRun{RunID: a.RunID, ThreadID: a.ThreadID, Action: action}
+	if a.Status == RunRunning {
+		c.Status = RunRunning
+		return c, tx.SetRunCancel(ctx, a.RunID, action, now)
+	}
+	run, err := endedOutside(ctx, tx, a.RunID, RunInterrupted, now, "")
+	if err != nil {
+		return c, err
+	}
+	if hasWebhook(run) {
+		c.Run = run
+	}
+	if action == CancelRollback {
+		c.Status = ""
+		err = tx.DeleteRun(ctx, a.ThreadID, a.RunID)
+	} else {
+		c.Status = RunInterrupted
+		err = tx.SetRunStatus(ctx, a.RunID, RunInterrupted, now)
+	}
+	if err != nil {
+		return c, err
+	}
+	return c, dropTemporaryThread(ctx, tx, run)
+}
+
+// hasWebhook reports whether a run asked for a webhook.
+func hasWebhook(run *Run) bool {
+	return run.Kwargs.Webhook != nil && *run.Kwargs.Webhook != ""
+}
+
+// endedOutside reads a run that ends without finishRun (cancelled while
+// pending, ended by the sweep) and queues its webhook (webhookStatus,
+// errMsg) in tx. Call it before the run row changes or goes.
+func endedOutside(ctx context.Context, tx Tx, runID, webhookStatus string, now time.Time, errMsg string) (*Run, error) {
+	run, err := tx.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if d := EndedRunWebhook(run, webhookStatus, now, errMsg); d != nil {
+		if err := tx.InsertWebhook(ctx, d, now); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// dropTemporaryThread deletes the temporary thread of a stateless run that
+// ended (on_completion delete), with its runs and checkpoints.
+func dropTemporaryThread(ctx context.Context, tx Tx, run *Run) error {
+	if !run.Kwargs.Temporary {
+		return nil
+	}
+	return tx.DeleteThread(ctx, run.ThreadID)
+}
+
+// settleThread sets a busy thread with no pending or running run left to
+// idle.
+func settleThread(ctx context.Context, tx Tx, threadID string, now time.Time) error {
+	active, err := tx.ActiveRuns(ctx, threadID)
+	if err != nil || len(active) > 0 {
+		return err
+	}
+	err = tx.UpdateThread(ctx, threadID, &ThreadWrite{Now: now, Status: ThreadIdle, IfStatus: ThreadBusy})
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	}
+	return err
+}
+
+// threadStatus is the status a thread gets after a run or a state update:
+// busy while it has a pending or running run, else status.
+func threadStatus(ctx context.Context, tx Tx, threadID, status string) (string, error) {
+	active, err := tx.ActiveRuns(ctx, threadID)
+	if err != nil {
+		return "", err
+	}
+	if len(active) > 0 {
+		return ThreadBusy, nil
+	}
+	return status, nil
+}
+
+// writeSummary records a thread's summary after a run: the status is busy
+// while other runs of the thread are pending or running. A missing thread
+// is not an error.
+func writeSummary(ctx context.Context, tx Tx, threadID string, sum *ThreadSummary, keepValues bool, now time.Time) error {
+	status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
+	if err != nil {
+		return err
+	}
+	err = tx.UpdateThread(ctx, threadID, &ThreadWrite{Now: now, Status: status, Summary: sum, KeepValues: keepValues})
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	}
+	return err
+}
+
+// setThreadSummary records a thread's latest values, interrupts, status
+// (idle when empty) and error after a state change, bumping updated_at and
+// state_updated_at. The status stays busy while the thread has a pending or
+// running run. ENOTFOUND when the thread is missing.
+func setThreadSummary(ctx context.Context, st Storage, threadID string, sum *ThreadSummary, now time.Time) error {
+	if sum == nil {
+		sum = &ThreadSummary{}
+	}
+	return st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
+		if err != nil {
+			return err
+		}
+		return tx.UpdateThread(ctx, threadID, &ThreadWrite{Now: now, Status: status, Summary: sum})
+	})
+}
+
+// finishRun records the end of a run owner holds, in one transaction: see
+// RunFinish. ENOTFOUND when owner no longer holds the run.
+func finishRun(ctx context.Context, st Storage, f *RunFinish) error {
+	return st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
+		if err != nil {
+			return err
+		}
+		threadID := held.ThreadID
+		switch {
+		case f.Delete:
+			if err := tx.DeleteRun(ctx, threadID, f.RunID); err != nil {
+				return err
+			}
+		case f.DeleteThread:
+			// The run goes with its thread below.
+		default:
+			if err := tx.SetRunStatus(ctx, f.RunID, f.Status, f.Now); err != nil {
+				return err
+			}
+		}
+		switch {
+		case f.DeleteThread:
+			if err := tx.DeleteThread(ctx, threadID); err != nil {
+				return err
+			}
+		case f.Summary != nil:
+			if err := writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now); err != nil {
+				return err
+			}
+		default:
+			if err := settleThread(ctx, tx, threadID, f.Now); err != nil {
+				return err
+			}
+		}
+		if f.Webhook != nil {
+			return tx.InsertWebhook(ctx, f.Webhook, f.Now)
+		}
+		return nil
+	})
+}
+
+// maxAttemptsError is the thread error of a run that ran out of attempts.
+var maxAttemptsError = func() json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"error": "MaxAttemptsExceeded", "message": RunMaxAttemptsMessage})
+	return b
+}()
+
+// sweepExpired puts running runs whose lease expired before now back to
+// pending, or ends them (see sweepRuns), and returns the runs it changed.
+func sweepExpired(ctx context.Context, st Storage, now time.Time, maxAttempts int) ([]SweptRun, error) {
+	var out []SweptRun
+	err := st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		out = nil
+		rows, err := tx.ExpiredRuns(ctx, now)
+		if err != nil {
+			return err
+		}
+		out, err = sweepRuns(ctx, tx, rows, now, maxAttempts)
+		return err
+	})
+	return out, err
+}
+
+// recoverGone applies sweepRuns to the runs of workers the storage knows to
+// be gone (RunRecoverer); nil when the storage cannot tell.
+func recoverGone(ctx context.Context, st Storage, now time.Time, maxAttempts int) ([]SweptRun, error) {
+	rr, ok := st.(RunRecoverer)
+	if !ok {
+		return nil, nil
+	}
+	var out []SweptRun
+	err := rr.RecoverRuns(ctx, func(ctx context.Context, tx Tx, rows []RunRef) error {
+		var err error
+		out, err = sweepRuns(ctx, tx, rows, now, maxAttempts)
+		return err
+	})
+	return out, err
+}
+
+// sweepRuns recovers runs whose worker is gone, inside tx: a run with a
+// cancellation recorded ends as the action says (interrupted, or deleted
+// for a rollback); a run that had maxAttempts attempts ends with status
+// error (its thread gets status error and RunMaxAttemptsMessage); any
+// other goes back to pending. Each run it ends gets its webhook queued
+// (EndedRunWebhook) and the temporary thread of a stateless run is deleted
+// with it.
+func sweepRuns(ctx context.Context, tx Tx, rows []RunRef, now time.Time, maxAttempts int) ([]SweptRun, error) {
+	out := make([]SweptRun, 0, len(rows))
+	for _, r := range rows {
+		sw := SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
+		var ended *Run
+		if r.CancelAction != "" || r.Attempt >= maxAttempts {
+			status, msg := RunInterrupted, ""
+			if r.CancelAction == "" {
+				status, msg = RunError, RunMaxAttemptsMessage
+			}
+			run, err := endedOutside(ctx, tx, r.RunID, status, now, msg)
+			if err != nil {
+				return nil, err
+			}
+			ended = run
+			if hasWebhook(run) {
+				sw.Run = run
+			}
+		}
+		switch {
+		case r.CancelAction == CancelRollback:
+			if err := tx.DeleteRun(ctx, r.ThreadID, r.RunID); err != nil {
+				return nil, err
+			}
+			if err := settleThread(ctx, tx, r.ThreadID, now); err != nil {
+				return nil, err
+			}
+		case r.CancelAction != "":
+			sw.Status = RunInterrupted
+			if err := tx.SetRunStatus(ctx, r.RunID, RunInterrupted, now); err != nil {
+				return nil, err
+			}
+			if err := settleThread(ctx, tx, r.ThreadID, now); err != nil {
+				return nil, err
+			}
+		case r.Attempt >= maxAttempts:
+			sw.Status = RunError
+			if err := tx.SetRunStatus(ctx, r.RunID, RunError, now); err != nil {
+				return nil, err
+			}
+			sum := &ThreadSummary{Status: ThreadError, Error: maxAttemptsError}
+			if err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
+				return nil, err
+			}
+		default:
+			sw.Status = RunPending
+			if err := tx.SetRunStatus(ctx, r.RunID, RunPending, now); err != nil {
+				return nil, err
+			}
+		}
+		if ended != nil {
+			if err := dropTemporaryThread(ctx, tx, ended); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, sw)
+	}
+	return out, nil
+}
