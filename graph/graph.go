@@ -46,7 +46,7 @@
 //
 // Limits: nodes must not modify the State they receive; a node calling
 // Interrupt, InterruptWith, a subgraph's Invoke or a Future's Result must
-// return the ErrInterrupt error it gets; a Command cannot target a parent graph.
+// return the ErrInterrupt error it gets.
 package graph
 
 import (

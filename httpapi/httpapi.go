@@ -13,8 +13,7 @@
 // lists and JSON arrays. Request bodies are limited in size (413 beyond).
 //
 // Limits: routes.go lists what is served; contract routes not listed there
-// answer 404: crons, the thread stream GET /threads/{id}/stream and the
-// protocol-v2 endpoints, PATCH /threads/{id}/state, MCP and A2A.
+// (MCP and A2A) answer 404.
 //
 // Access control: when the Server has an Auth (graphserver.Options.Auth),
 // every request but those of publicRoutes (/ok, /info, /docs,
