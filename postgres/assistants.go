@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // assistantRow is an assistants (or assistant_versions) row.
@@ -34,13 +35,13 @@ func (r *assistantRow) assistant() (*graphserver.Assistant, error) {
 		a.UpdatedAt = utc(*r.UpdatedAt)
 	}
 	var err error
-	if a.Config, err = unmarshalObject(r.Config); err != nil {
+	if a.Config, err = jsoncol.DecodeObject(r.Config); err != nil {
 		return nil, err
 	}
-	if a.Context, err = unmarshalObject(r.Context); err != nil {
+	if a.Context, err = jsoncol.DecodeObject(r.Context); err != nil {
 		return nil, err
 	}
-	if a.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if a.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -54,13 +55,13 @@ type assistantArgs struct {
 func encodeAssistant(a *graphserver.Assistant) (assistantArgs, error) {
 	var e assistantArgs
 	var err error
-	if e.config, err = marshalObject(a.Config); err != nil {
+	if e.config, err = jsoncol.Object(a.Config); err != nil {
 		return e, err
 	}
-	if e.context, err = marshalObject(a.Context); err != nil {
+	if e.context, err = jsoncol.Object(a.Context); err != nil {
 		return e, err
 	}
-	if e.metadata, err = marshalObject(a.Metadata); err != nil {
+	if e.metadata, err = jsoncol.Object(a.Metadata); err != nil {
 		return e, err
 	}
 	return e, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // chanLoc is one entry of the channels column: a channel's version and the
@@ -131,7 +132,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 
 // putCheckpoint writes cp (validated) in tx.
 func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *graphserver.CheckpointRecord, created time.Time) error {
-	metadata, err := marshalObject(cp.Metadata)
+	metadata, err := jsoncol.Object(cp.Metadata)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *graphserver.CheckpointRec
 		}
 		locs[ch] = l
 	}
-	channels, err := marshalJSON(locs)
+	channels, err := jsoncol.Value(locs)
 	if err != nil {
 		return err
 	}
@@ -431,7 +432,7 @@ func loadCheckpoint(ctx context.Context, q querier, threadID string, r *checkpoi
 		RunID: r.RunID, CreatedAt: utc(r.CreatedAt), Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
 	}
 	var err error
-	if cp.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if cp.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	locs, err := decodeChannels(r.Channels)

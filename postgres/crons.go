@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 var _ graphserver.CronStorage = (*DB)(nil)
@@ -46,7 +47,7 @@ func (r *cronRow) cron() (*graphserver.Cron, error) {
 		EndTime: utcPtr(r.EndTime), NextRunDate: utcPtr(r.NextRunDate), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
 	}
 	var err error
-	if c.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if c.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(r.Payload), &c.Payload); err != nil {
@@ -101,11 +102,11 @@ func getCron(ctx context.Context, q querier, id string, filter, threadFilter gra
 
 // CreateCron implements graphserver.CronStorage.
 func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
-	payload, err := marshalJSON(c.Payload)
+	payload, err := jsoncol.Value(c.Payload)
 	if err != nil {
 		return nil, err
 	}
-	metadata, err := marshalObject(c.Metadata)
+	metadata, err := jsoncol.Object(c.Metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -174,14 +175,14 @@ func (db *DB) UpdateCron(ctx context.Context, id string, u *graphserver.CronUpda
 		set("on_run_completed", nullText(*u.OnRunCompleted))
 	}
 	if u.Payload != nil {
-		p, err := marshalJSON(u.Payload)
+		p, err := jsoncol.Value(u.Payload)
 		if err != nil {
 			return nil, err
 		}
 		set("payload", p)
 	}
 	if len(u.Metadata) > 0 {
-		m, err := marshalObject(u.Metadata)
+		m, err := jsoncol.Object(u.Metadata)
 		if err != nil {
 			return nil, err
 		}

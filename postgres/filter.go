@@ -201,40 +201,6 @@ func limitOffset(limit, offset int, plusOne bool) (string, []any) {
 	return " LIMIT ? OFFSET ?", []any{limit, max(offset, 0)}
 }
 
-// marshalObject renders an object for a jsonb column; nil gives "{}".
-func marshalObject(o map[string]any) (string, error) {
-	if o == nil {
-		return "{}", nil
-	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
-	}
-	return string(b), nil
-}
-
-// unmarshalObject reads a JSON object column; "", "null" give an empty
-// object.
-func unmarshalObject(s string) (map[string]any, error) {
-	o := map[string]any{}
-	if s == "" || s == "null" || s == "{}" {
-		return o, nil
-	}
-	if err := json.Unmarshal([]byte(s), &o); err != nil {
-		return nil, fmt.Errorf("decode stored object: %w", err)
-	}
-	return o, nil
-}
-
-// marshalJSON renders any value for a JSON column.
-func marshalJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
-	}
-	return string(b), nil
-}
-
 // nullRaw renders an optional raw JSON value: empty gives NULL. Invalid
 // JSON is EINVALID.
 func nullRaw(r json.RawMessage) (*string, error) {

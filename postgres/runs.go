@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // runRow is a runs row.
@@ -36,7 +37,7 @@ func (r *runRow) run() (*graphserver.Run, error) {
 	run := &graphserver.Run{RunID: r.RunID, ThreadID: r.ThreadID, AssistantID: r.AssistantID, Status: r.Status,
 		MultitaskStrategy: r.MultitaskStrategy, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), Attempt: r.Attempt}
 	var err error
-	if run.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if run.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(r.Kwargs), &run.Kwargs); err != nil {

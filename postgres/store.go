@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 var _ graphserver.ItemStorage = (*DB)(nil)
@@ -35,7 +36,7 @@ const itemColumns = `i.id, i.namespace, i.key, i.value, i.created_at, i.updated_
 
 // item converts a row into a SearchItem (Score nil).
 func (r *itemRow) item() (graphserver.SearchItem, error) {
-	value, err := unmarshalObject(r.Value)
+	value, err := jsoncol.DecodeObject(r.Value)
 	if err != nil {
 		return graphserver.SearchItem{}, err
 	}
@@ -58,7 +59,7 @@ func ttlExpiry(t time.Time, minutes float64) time.Time {
 // while it is replaced, so concurrent puts of one item get increasing
 // updated_at times.
 func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
-	value, err := marshalObject(w.Value)
+	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // threadRow is a threads row.
@@ -38,13 +39,13 @@ func (r *threadRow) thread() (*graphserver.Thread, error) {
 	t := &graphserver.Thread{ThreadID: r.ThreadID, Status: r.Status, Values: rawOrNil(r.Values), Error: rawOrNil(r.Error),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt), StateUpdatedAt: utc(r.StateUpdatedAt)}
 	var err error
-	if t.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if t.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
-	if t.Config, err = unmarshalObject(r.Config); err != nil {
+	if t.Config, err = jsoncol.DecodeObject(r.Config); err != nil {
 		return nil, err
 	}
-	if t.Context, err = unmarshalObject(r.Context); err != nil {
+	if t.Context, err = jsoncol.DecodeObject(r.Context); err != nil {
 		return nil, err
 	}
 	t.Interrupts = map[string][]graphserver.Interrupt{}
@@ -115,13 +116,6 @@ func expiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))
 }
 
-func cmpOrEmpty(m map[string][]graphserver.Interrupt) map[string][]graphserver.Interrupt {
-	if m == nil {
-		return map[string][]graphserver.Interrupt{}
-	}
-	return m
-}
-
 // CreateThread implements graphserver.ThreadStorage. It stores t as given;
 // an empty Status is stored as idle, zero timestamps as now, and a TTL
 // without ExpiresAt expires TTLMinutes after UpdatedAt.
@@ -165,15 +159,15 @@ const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `) VALUES (?
 // given, an empty Status as idle, zero timestamps as now, and a TTL without
 // ExpiresAt expiring TTLMinutes after UpdatedAt.
 func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
-	metadata, err := marshalObject(t.Metadata)
+	metadata, err := jsoncol.Object(t.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	config, err := marshalObject(t.Config)
+	config, err := jsoncol.Object(t.Config)
 	if err != nil {
 		return nil, err
 	}
-	tctx, err := marshalObject(t.Context)
+	tctx, err := jsoncol.Object(t.Context)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +179,7 @@ func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	interrupts, err := marshalJSON(cmpOrEmpty(t.Interrupts))
+	interrupts, err := jsoncol.Value(jsoncol.Interrupts(t.Interrupts))
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +231,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 		if err != nil {
 			return err
 		}
-		metadata, err := marshalObject(t.Metadata.Merge(patch.Metadata))
+		metadata, err := jsoncol.Object(t.Metadata.Merge(patch.Metadata))
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // WithTx implements graphserver.Storage: one READ COMMITTED transaction,
@@ -91,7 +92,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 		}
 	}
 	if w.MergeMetadata != nil {
-		m, err := marshalObject(w.MergeMetadata)
+		m, err := jsoncol.Object(w.MergeMetadata)
 		if err != nil {
 			return err
 		}
@@ -99,7 +100,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 		args = append(args, m)
 	}
 	if w.Config != nil {
-		c, err := marshalObject(w.Config)
+		c, err := jsoncol.Object(w.Config)
 		if err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 			if err != nil {
 				return err
 			}
-			interrupts, err := marshalJSON(cmpOrEmpty(s.Interrupts))
+			interrupts, err := jsoncol.Value(jsoncol.Interrupts(s.Interrupts))
 			if err != nil {
 				return err
 			}
@@ -160,11 +161,11 @@ func (t *txn) DeleteThread(ctx context.Context, id string) error {
 // InsertRun implements graphserver.Tx. A pending run wakes the workers of
 // every process.
 func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphserver.RunClaim) error {
-	metadata, err := marshalObject(r.Metadata)
+	metadata, err := jsoncol.Object(r.Metadata)
 	if err != nil {
 		return err
 	}
-	kwargs, err := marshalJSON(r.Kwargs)
+	kwargs, err := jsoncol.Value(r.Kwargs)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // checkpointRow is a checkpoints row joined with its shared metadata.
@@ -243,11 +244,11 @@ func splitMetadata(md graphserver.Object, runID string) (inline, shared string, 
 			sh[k] = v
 		}
 	}
-	if inline, err = marshalObject(in); err != nil {
+	if inline, err = jsoncol.Object(in); err != nil {
 		return "", "", false, err
 	}
 	if len(sh) > 0 {
-		if shared, err = marshalObject(sh); err != nil {
+		if shared, err = jsoncol.Object(sh); err != nil {
 			return "", "", false, err
 		}
 	}
@@ -391,7 +392,7 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointR
 		}
 		locs[ch] = l
 	}
-	channels, err := marshalJSON(locs)
+	channels, err := jsoncol.Value(locs)
 	if err != nil {
 		return err
 	}
@@ -666,7 +667,7 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	} else {
 		return nil, fmt.Errorf("checkpoint %s has no creation time", cp.CheckpointID)
 	}
-	if cp.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if cp.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	if r.Shared.Valid {

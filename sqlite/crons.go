@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 var _ graphserver.CronStorage = (*DB)(nil)
@@ -58,7 +59,7 @@ func (r *cronRow) cron() (*graphserver.Cron, error) {
 	if c.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
 		return nil, err
 	}
-	if c.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if c.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(r.Payload), &c.Payload); err != nil {
@@ -117,11 +118,11 @@ func getCron(ctx context.Context, q sqlx.QueryerContext, id string, filter, thre
 
 // CreateCron implements graphserver.CronStorage.
 func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
-	payload, err := marshalJSON(c.Payload)
+	payload, err := jsoncol.Value(c.Payload)
 	if err != nil {
 		return nil, err
 	}
-	metadata, err := marshalObject(c.Metadata)
+	metadata, err := jsoncol.Object(c.Metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -191,14 +192,14 @@ func (db *DB) UpdateCron(ctx context.Context, id string, u *graphserver.CronUpda
 		set("on_run_completed", nullText(*u.OnRunCompleted))
 	}
 	if u.Payload != nil {
-		p, err := marshalJSON(u.Payload)
+		p, err := jsoncol.Value(u.Payload)
 		if err != nil {
 			return nil, err
 		}
 		set("payload", p)
 	}
 	if len(u.Metadata) > 0 {
-		m, err := marshalObject(u.Metadata)
+		m, err := jsoncol.Object(u.Metadata)
 		if err != nil {
 			return nil, err
 		}

@@ -43,40 +43,6 @@ func parseNullTime(s sql.NullString) (*time.Time, error) {
 	return &t, nil
 }
 
-// marshalObject renders an object for a JSON column; nil gives "{}".
-func marshalObject(o graphserver.Object) (string, error) {
-	if o == nil {
-		return "{}", nil
-	}
-	b, err := json.Marshal(map[string]any(o))
-	if err != nil {
-		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
-	}
-	return string(b), nil
-}
-
-// unmarshalObject reads a JSON object column; "" and "null" give an empty
-// object.
-func unmarshalObject(s string) (graphserver.Object, error) {
-	o := graphserver.Object{}
-	if s == "" || s == "null" || s == "{}" {
-		return o, nil
-	}
-	if err := json.Unmarshal([]byte(s), &o); err != nil {
-		return nil, fmt.Errorf("decode stored object: %w", err)
-	}
-	return o, nil
-}
-
-// marshalJSON renders any value for a JSON column.
-func marshalJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
-	}
-	return string(b), nil
-}
-
 // nullRaw renders an optional raw JSON value: empty gives NULL. Invalid JSON
 // is EINVALID.
 func nullRaw(r json.RawMessage) (sql.NullString, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 var _ graphserver.RunStorage = (*DB)(nil)
@@ -46,7 +47,7 @@ func (r *runRow) run() (*graphserver.Run, error) {
 	if run.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
 		return nil, err
 	}
-	if run.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if run.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(r.Kwargs), &run.Kwargs); err != nil {

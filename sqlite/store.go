@@ -17,6 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 var _ graphserver.ItemStorage = (*DB)(nil)
@@ -36,7 +37,7 @@ const itemColumns = `id, namespace, key, value, created_at, updated_at, ttl_minu
 
 // item converts a row into a SearchItem (Score nil).
 func (r *itemRow) item() (graphserver.SearchItem, error) {
-	value, err := unmarshalObject(r.Value)
+	value, err := jsoncol.DecodeObject(r.Value)
 	if err != nil {
 		return graphserver.SearchItem{}, err
 	}
@@ -65,7 +66,7 @@ func expiresAfter(t time.Time, minutes float64) string {
 
 // PutItem implements graphserver.ItemStorage.
 func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
-	value, err := marshalObject(w.Value)
+	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // threadRow is a threads row.
@@ -47,13 +48,13 @@ func (r *threadRow) thread() (*graphserver.Thread, error) {
 	if t.StateUpdatedAt, err = parseTime(r.StateUpdatedAt); err != nil {
 		return nil, err
 	}
-	if t.Metadata, err = unmarshalObject(r.Metadata); err != nil {
+	if t.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
 		return nil, err
 	}
-	if t.Config, err = unmarshalObject(r.Config); err != nil {
+	if t.Config, err = jsoncol.DecodeObject(r.Config); err != nil {
 		return nil, err
 	}
-	if t.Context, err = unmarshalObject(r.Context); err != nil {
+	if t.Context, err = jsoncol.DecodeObject(r.Context); err != nil {
 		return nil, err
 	}
 	t.Interrupts = map[string][]graphserver.Interrupt{}
@@ -151,15 +152,15 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 // newThreadRow is the row CreateThread stores for t: what the thread reads
 // back as, without reading it.
 func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
-	metadata, err := marshalObject(t.Metadata)
+	metadata, err := jsoncol.Object(t.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	config, err := marshalObject(t.Config)
+	config, err := jsoncol.Object(t.Config)
 	if err != nil {
 		return nil, err
 	}
-	tctx, err := marshalObject(t.Context)
+	tctx, err := jsoncol.Object(t.Context)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	interrupts, err := marshalJSON(cmpOrEmpty(t.Interrupts))
+	interrupts, err := jsoncol.Value(jsoncol.Interrupts(t.Interrupts))
 	if err != nil {
 		return nil, err
 	}
@@ -218,13 +219,6 @@ func insertThreadRow(ctx context.Context, tx *sqlx.Tx, row *threadRow) error {
 	return nil
 }
 
-func cmpOrEmpty(m map[string][]graphserver.Interrupt) map[string][]graphserver.Interrupt {
-	if m == nil {
-		return map[string][]graphserver.Interrupt{}
-	}
-	return m
-}
-
 // GetThread implements graphserver.ThreadStorage.
 func (db *DB) GetThread(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Thread, error) {
 	t, err := getThread(ctx, db.reader, id, filter)
@@ -244,7 +238,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 		if err != nil {
 			return err
 		}
-		metadata, err := marshalObject(t.Metadata.Merge(patch.Metadata))
+		metadata, err := jsoncol.Object(t.Metadata.Merge(patch.Metadata))
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // WithTx implements graphserver.Storage. The transaction is one of the
@@ -91,7 +92,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 			if err != nil {
 				return err
 			}
-			v, err := marshalJSON(w.MergeMetadata[k])
+			v, err := jsoncol.Value(w.MergeMetadata[k])
 			if err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 		set = append(set, "metadata = "+expr+")")
 	}
 	if w.Config != nil {
-		c, err := marshalObject(w.Config)
+		c, err := jsoncol.Object(w.Config)
 		if err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 			if err != nil {
 				return err
 			}
-			interrupts, err := marshalJSON(cmpOrEmpty(s.Interrupts))
+			interrupts, err := jsoncol.Value(jsoncol.Interrupts(s.Interrupts))
 			if err != nil {
 				return err
 			}
@@ -160,11 +161,11 @@ func (t *txn) DeleteThread(ctx context.Context, id string) error {
 // InsertRun implements graphserver.Tx. A claimed run records this DB's
 // lease holder, so that RecoverRuns finds it when this process is gone.
 func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphserver.RunClaim) error {
-	metadata, err := marshalObject(r.Metadata)
+	metadata, err := jsoncol.Object(r.Metadata)
 	if err != nil {
 		return err
 	}
-	kwargs, err := marshalJSON(r.Kwargs)
+	kwargs, err := jsoncol.Value(r.Kwargs)
 	if err != nil {
 		return err
 	}
