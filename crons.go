@@ -866,8 +866,7 @@ func (s *Server) fireCron(ctx context.Context, c *Cron, now time.Time) (bool, er
 	if c.ThreadID == "" {
 		rc.OnCompletion = cmp.Or(c.OnRunCompleted, OnCompletionDelete)
 	}
-	rc.cron = firing
-	run, err := s.CreateRun(s.cronRunContext(ctx, c), c.ThreadID, rc)
+	run, _, err := s.createRun(s.cronRunContext(ctx, c), c.ThreadID, &rc, firing)
 	if err == nil {
 		log.Debug("cron fired", "run_id", run.RunID, "thread_id", run.ThreadID, "next_run_date", next)
 		return true, nil

@@ -88,8 +88,8 @@ func (c *RunCommand) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// empty reports whether the command has no update, resume or goto.
-func (c *RunCommand) empty() bool {
+// commandEmpty reports whether c has no update, resume or goto.
+func commandEmpty(c *RunCommand) bool {
 	return len(nonNull(c.Update)) == 0 && len(nonNull(c.Resume)) == 0 && len(nonNull(c.Goto)) == 0
 }
 
@@ -220,9 +220,6 @@ type RunCreate struct {
 	// "x-" (but x-api-key, x-tenant-id, x-service-key) and user-agent are
 	// copied into config.configurable. Set by httpapi; never decoded.
 	Headers map[string]string `json:"-"`
-
-	// cron is the cron firing creating the run, claimed with its insertion.
-	cron *CronFiring
 }
 
 // RunSearch selects the runs of a thread for ListRuns.
@@ -433,7 +430,7 @@ func (s *Server) runStorage() (runStore, error) {
 // thread is busy, EUNAVAILABLE after Close. With interrupt or rollback, the
 // thread's in-flight runs are cancelled.
 func (s *Server) CreateRun(ctx context.Context, threadID string, rc RunCreate) (*Run, error) {
-	run, _, err := s.createRun(ctx, threadID, &rc)
+	run, _, err := s.createRun(ctx, threadID, &rc, nil)
 	return run, err
 }
 
@@ -454,7 +451,7 @@ func (s *Server) CreateRunBatch(ctx context.Context, rcs []RunCreate) ([]*Run, e
 	}
 	runs := make([]*Run, 0, len(rcs))
 	for i := range rcs {
-		run, _, err := s.createRun(ctx, "", &rcs[i])
+		run, _, err := s.createRun(ctx, "", &rcs[i], nil)
 		if err != nil {
 			return runs, err
 		}
@@ -467,7 +464,7 @@ func (s *Server) CreateRunBatch(ctx context.Context, rcs []RunCreate) ([]*Run, e
 // from the first one. With rc.OnDisconnect cancel, abandoning the stream
 // before the run ends cancels the run.
 func (s *Server) StreamRun(ctx context.Context, threadID string, rc RunCreate) (*RunStream, error) {
-	run, log, err := s.createRun(ctx, threadID, &rc)
+	run, log, err := s.createRun(ctx, threadID, &rc, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -987,8 +984,9 @@ func checkRunIDs(threadID, runID string) (string, string, error) {
 }
 
 // createRun validates rc, builds the run and inserts it, returning the run
-// and its (new) event log.
-func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) (*Run, *eventLog, error) {
+// and its (new) event log. cron, when non-nil, is the cron firing creating
+// the run, claimed with its insertion.
+func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, cron *CronFiring) (*Run, *eventLog, error) {
 	rs, err := s.runStorage()
 	if err != nil {
 		return nil, nil, err
@@ -1105,7 +1103,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	ins := &RunInsert{
 		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
 		ThreadConfig:   storedCfg,
-		Cron:           rc.cron,
+		Cron:           cron,
 	}
 	if thread == nil {
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
@@ -1274,7 +1272,7 @@ func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless
 	if rc.AfterSeconds < 0 || rc.AfterSeconds > maxAfterSeconds || math.IsNaN(rc.AfterSeconds) {
 		return Errorf(EINVALID, "after_seconds must be between 0 and %d (one year).", maxAfterSeconds)
 	}
-	if rc.Command != nil && rc.Command.empty() {
+	if rc.Command != nil && commandEmpty(rc.Command) {
 		rc.Command = nil
 	}
 	if stateless && rc.Command != nil && len(nonNull(rc.Command.Resume)) > 0 {

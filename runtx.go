@@ -124,7 +124,7 @@ func errCronFired(f *CronFiring) error {
 // recomputed; running runs get the action recorded for their worker to
 // observe (RenewRunLease). Finished runs are left alone. ENOTFOUND when sel
 // names runs by id and one of them does not exist (or filter hides it).
-// Each pending run it ends gets its webhook queued (EndedRunWebhook, status
+// Each pending run it ends gets its webhook queued (endedRunWebhook, status
 // interrupted), and the temporary thread of a stateless run
 // (Kwargs.Temporary) is deleted with it, as a finish's DeleteThread does.
 func cancelRuns(ctx context.Context, st Storage, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error) {
@@ -212,7 +212,7 @@ func endedOutside(ctx context.Context, tx Tx, runID, webhookStatus string, now t
 	if err != nil {
 		return nil, err
 	}
-	if d := EndedRunWebhook(run, webhookStatus, now, errMsg); d != nil {
+	if d := endedRunWebhook(run, webhookStatus, now, errMsg); d != nil {
 		if err := tx.InsertWebhook(ctx, d, now); err != nil {
 			return nil, err
 		}
@@ -373,7 +373,7 @@ func recoverGone(ctx context.Context, st Storage, now time.Time, maxAttempts int
 // for a rollback); a run that had maxAttempts attempts ends with status
 // error (its thread gets status error and RunMaxAttemptsMessage); any
 // other goes back to pending. Each run it ends gets its webhook queued
-// (EndedRunWebhook) and the temporary thread of a stateless run is deleted
+// (endedRunWebhook) and the temporary thread of a stateless run is deleted
 // with it.
 func sweepRuns(ctx context.Context, tx Tx, rows []RunRef, now time.Time, maxAttempts int) ([]SweptRun, error) {
 	out := make([]SweptRun, 0, len(rows))

@@ -232,14 +232,14 @@ func webhookDelivery(run *Run, status string, startedAt *time.Time, endedAt time
 	return &WebhookDelivery{ID: webhookDeliveryID(run.RunID), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
 }
 
-// EndedRunWebhook returns the outbox delivery of a run that ended with
+// endedRunWebhook returns the outbox delivery of a run that ended with
 // status at endedAt without executing to its end — cancelled while pending,
 // or ended by the lease sweep (a cancellation its dead worker never saw, or
 // out of attempts) — or nil when the run asked for no webhook. errMsg, when
 // set, is the delivery's error. Storage drivers call it to queue the
 // delivery in the transaction that ends the run (see RunStorage), so that a
 // crash cannot end a run and lose its webhook.
-func EndedRunWebhook(run *Run, status string, endedAt time.Time, errMsg string) *WebhookDelivery {
+func endedRunWebhook(run *Run, status string, endedAt time.Time, errMsg string) *WebhookDelivery {
 	if run == nil || run.Kwargs.Webhook == nil || *run.Kwargs.Webhook == "" {
 		return nil
 	}
