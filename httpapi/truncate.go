@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // truncateRequest is the body of POST /internal/truncate; the JS dev server
@@ -25,7 +26,7 @@ func (h *handler) truncate(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	opts := graphserver.TruncateOptions{
+	opts := driver.TruncateOptions{
 		Runs:        req.Runs,
 		Threads:     req.Threads,
 		Assistants:  req.Assistants,

@@ -16,10 +16,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-var _ graphserver.ItemStorage = (*DB)(nil)
+var _ driver.ItemStorage = (*DB)(nil)
 
 // itemRow is a row of store_items.
 type itemRow struct {
@@ -55,10 +56,10 @@ func ttlExpiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))
 }
 
-// PutItem implements graphserver.ItemStorage. The item's row is locked
+// PutItem implements driver.ItemStorage. The item's row is locked
 // while it is replaced, so concurrent puts of one item get increasing
 // updated_at times.
-func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
+func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
@@ -120,7 +121,7 @@ func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
 }
 
 // insertVectors stores the embedded index entries of item id.
-func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []graphserver.ItemIndexEntry) error {
+func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []driver.ItemIndexEntry) error {
 	for i, e := range index {
 		if e.Vector == nil {
 			continue
@@ -133,7 +134,7 @@ func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []graphserver
 	return nil
 }
 
-// GetItem implements graphserver.ItemStorage.
+// GetItem implements driver.ItemStorage.
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	r, err := getRow[itemRow](ctx, db.pool, `SELECT `+itemColumns+` FROM store_items AS i
 		WHERE i.namespace = ? AND i.key = ? AND (i.expires_at IS NULL OR i.expires_at > ?)`, strings.Join(namespace, "."), key, now)
@@ -172,7 +173,7 @@ func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) e
 	return nil
 }
 
-// DeleteItem implements graphserver.ItemStorage.
+// DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
 	if _, err := exec(ctx, db.pool, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key); err != nil {
 		return translate(fmt.Errorf("delete store item: %w", err))
@@ -180,7 +181,7 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 	return nil
 }
 
-// DeleteExpiredItems implements graphserver.ItemStorage.
+// DeleteExpiredItems implements driver.ItemStorage.
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
 	n, err := exec(ctx, db.pool, `DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?`, now)
 	if err != nil {
@@ -189,7 +190,7 @@ func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error
 	return int(n), nil
 }
 
-// ListItemNamespaces implements graphserver.ItemStorage.
+// ListItemNamespaces implements driver.ItemStorage.
 func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error) {
 	var w where
 	itemPrefix(&w, prefix)
@@ -228,8 +229,8 @@ func itemLabels(w *where, labels []string) {
 	}
 }
 
-// SearchItems implements graphserver.ItemStorage.
-func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
+// SearchItems implements driver.ItemStorage.
+func (db *DB) SearchItems(ctx context.Context, q *driver.ItemQuery) ([]graphserver.SearchItem, error) {
 	var w where
 	itemPrefix(&w, q.NamespacePrefix)
 	itemLabels(&w, q.NamespaceLabels)
@@ -277,7 +278,7 @@ func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]grap
 
 // searchText ranks the items matching w by ts_rank relevance to q.Query;
 // items whose text matches no query word are left out.
-func (db *DB) searchText(ctx context.Context, q *graphserver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
+func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
 	match := tsQuery(q.Query)
 	if match == "" {
 		return nil, nil, nil
@@ -320,7 +321,7 @@ func tsQuery(text string) string {
 // their vectors to q.Vector (ties: the most recently inserted item first),
 // computed here over every candidate vector, then pads with the items that
 // have no vector of that size (unscored, newest first).
-func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
+func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
 	dims := len(q.Vector)
 	type scored struct {
 		id    int64
@@ -434,10 +435,10 @@ func cosine(q []float32, b []byte) float64 {
 }
 
 // itemCondition adds one filter condition on the top-level field c.Field of
-// the item value, with the semantics of graphserver.ItemCondition: jsonb
+// the item value, with the semantics of driver.ItemCondition: jsonb
 // equality is typed and deep; the ordering operators compare numbers with
 // numbers and strings with strings (byte order).
-func itemCondition(w *where, c graphserver.ItemCondition) error {
+func itemCondition(w *where, c driver.ItemCondition) error {
 	field := "(i.value -> ?::text)"
 	switch c.Op {
 	case "$eq", "$ne":

@@ -17,10 +17,11 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-var _ graphserver.ItemStorage = (*DB)(nil)
+var _ driver.ItemStorage = (*DB)(nil)
 
 // itemRow is a row of store_items.
 type itemRow struct {
@@ -64,8 +65,8 @@ func expiresAfter(t time.Time, minutes float64) string {
 	return formatTime(t.Add(time.Duration(minutes * float64(time.Minute))))
 }
 
-// PutItem implements graphserver.ItemStorage.
-func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
+// PutItem implements driver.ItemStorage.
+func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 	})
 }
 
-// GetItem implements graphserver.ItemStorage.
+// GetItem implements driver.ItemStorage.
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	nowS := formatTime(now)
 	var r itemRow
@@ -198,7 +199,7 @@ WHERE id = ? AND ttl_minutes IS NOT NULL AND expires_at > ?`, expiresAfter(now, 
 	})
 }
 
-// DeleteItem implements graphserver.ItemStorage.
+// DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key)
@@ -209,7 +210,7 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 	})
 }
 
-// DeleteExpiredItems implements graphserver.ItemStorage.
+// DeleteExpiredItems implements driver.ItemStorage.
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
@@ -223,7 +224,7 @@ func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error
 	return int(n), err
 }
 
-// ListItemNamespaces implements graphserver.ItemStorage.
+// ListItemNamespaces implements driver.ItemStorage.
 func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error) {
 	var w itemWhere
 	w.prefix("namespace", prefix)
@@ -242,8 +243,8 @@ func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.
 	return out, nil
 }
 
-// SearchItems implements graphserver.ItemStorage.
-func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
+// SearchItems implements driver.ItemStorage.
+func (db *DB) SearchItems(ctx context.Context, q *driver.ItemQuery) ([]graphserver.SearchItem, error) {
 	var w itemWhere
 	w.prefix("i.namespace", q.NamespacePrefix)
 	w.labels("i.namespace", q.NamespaceLabels)
@@ -293,7 +294,7 @@ WHERE `+w.and()+` ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, appen
 
 // searchText ranks the items matching w by FTS5 bm25 relevance to q.Query;
 // items whose text matches no query term are left out.
-func (db *DB) searchText(ctx context.Context, q *graphserver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
+func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
 	match := ftsQuery(q.Query)
 	if match == "" {
 		return nil, nil, nil
@@ -338,7 +339,7 @@ func ftsQuery(text string) string {
 // their vectors to q.Vector (ties: the most recently inserted item first),
 // computed here over every candidate vector, then pads with the items that
 // have no vector of that size (unscored, newest first).
-func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
+func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
 	dims := len(q.Vector)
 	type scored struct {
 		id    int64
@@ -511,8 +512,8 @@ func (w *itemWhere) live(col string, now time.Time) {
 }
 
 // condition adds one filter condition on the top-level field c.Field of the
-// JSON object in col, with the semantics of graphserver.ItemCondition.
-func (w *itemWhere) condition(col string, c graphserver.ItemCondition) error {
+// JSON object in col, with the semantics of driver.ItemCondition.
+func (w *itemWhere) condition(col string, c driver.ItemCondition) error {
 	if strings.ContainsAny(c.Field, `"\`) {
 		return graphserver.Errorf(graphserver.EINVALID, "The filter field %q cannot contain a quote or a backslash.", c.Field)
 	}
