@@ -27,11 +27,13 @@ func (h *handler) truncate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts := driver.TruncateOptions{
-		Runs:        req.Runs,
-		Threads:     req.Threads,
-		Assistants:  req.Assistants,
-		Checkpoints: req.Checkpoint || req.Checkpointer,
-		Store:       req.Store,
+		Runs:       req.Runs,
+		Threads:    req.Threads,
+		Assistants: req.Assistants,
+		// The system assistants stay, as in the LangGraph servers.
+		KeepAssistants: graphserver.SystemAssistantFilter(),
+		Checkpoints:    req.Checkpoint || req.Checkpointer,
+		Store:          req.Store,
 	}
 	if opts.Runs || opts.Threads {
 		err := h.srv.CancelRuns(r.Context(), graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelInterrupt)

@@ -27,17 +27,24 @@ var truncateStatements = []struct {
 		`DELETE FROM checkpoints`,
 		`DELETE FROM checkpoint_blobs`,
 	}},
-	{func(o driver.TruncateOptions) bool { return o.Assistants }, []string{
-		`DELETE FROM assistants WHERE (metadata ->> 'created_by') IS DISTINCT FROM 'system'`,
-	}},
 	{func(o driver.TruncateOptions) bool { return o.Store }, []string{
 		`DELETE FROM store_items`,
 	}},
 }
 
 // Truncate implements driver.TruncateStorage: it deletes what opts
-// flags in one transaction, keeping system assistants.
+// flags in one transaction; assistants go last, but those matching
+// opts.KeepAssistants.
 func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
+	var keep where
+	if err := keep.filter("metadata", opts.KeepAssistants); err != nil {
+		return err
+	}
+	deleteAssistants := `DELETE FROM assistants`
+	if len(keep.conds) > 0 {
+		// A condition is NULL where a key is missing: such rows go.
+		deleteAssistants += ` WHERE NOT coalesce((` + keep.and() + `), false)`
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		for _, group := range truncateStatements {
 			if !group.on(opts) {
@@ -47,6 +54,11 @@ func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("truncate: %w", err)
 				}
+			}
+		}
+		if opts.Assistants {
+			if _, err := exec(ctx, tx, deleteAssistants, keep.args...); err != nil {
+				return fmt.Errorf("truncate assistants: %w", err)
 			}
 		}
 		return nil

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/graphserver/graphserver/driver"
 	"github.com/jmoiron/sqlx"
@@ -28,9 +29,6 @@ var truncateStatements = []struct {
 		// and checkpoint_writes.
 		`DELETE FROM checkpoint_threads`,
 	}},
-	{func(o driver.TruncateOptions) bool { return o.Assistants }, []string{
-		`DELETE FROM assistants WHERE json_extract(metadata, '$.created_by') IS NOT 'system'`,
-	}},
 	{func(o driver.TruncateOptions) bool { return o.Store }, []string{
 		`DELETE FROM store_items`,
 		`DELETE FROM store_fts`,
@@ -38,8 +36,18 @@ var truncateStatements = []struct {
 }
 
 // Truncate implements driver.TruncateStorage: it deletes what opts
-// flags in one transaction, keeping system assistants.
+// flags in one transaction; assistants go last, but those matching
+// opts.KeepAssistants.
 func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
+	var keep where
+	if err := keep.filter("metadata", opts.KeepAssistants); err != nil {
+		return err
+	}
+	deleteAssistants := `DELETE FROM assistants`
+	if len(keep.conds) > 0 {
+		// A condition is NULL where a key is missing: such rows go.
+		deleteAssistants += ` WHERE NOT coalesce((` + strings.Join(keep.conds, " AND ") + `), 0)`
+	}
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		for _, group := range truncateStatements {
 			if !group.on(opts) {
@@ -49,6 +57,11 @@ func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return fmt.Errorf("truncate: %w", err)
 				}
+			}
+		}
+		if opts.Assistants {
+			if _, err := tx.ExecContext(ctx, deleteAssistants, keep.args...); err != nil {
+				return fmt.Errorf("truncate assistants: %w", err)
 			}
 		}
 		return nil

@@ -13,7 +13,8 @@ import (
 )
 
 // exerciseTruncate: Truncate empties what its options flag, in one call,
-// and keeps the system assistants (metadata created_by "system").
+// and keeps the assistants that KeepAssistants matches (the Server's system
+// assistants: metadata created_by "system").
 func exerciseTruncate(t *testing.T, open func(t *testing.T) driver.Storage) {
 	setup := func(t *testing.T) driver.Storage {
 		t.Helper()
@@ -82,7 +83,8 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) driver.Storage) {
 		found, err := st.SearchItems(ctx, byText)
 		require.NoError(t, err)
 		require.Len(t, found, 1)
-		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true, Store: true}))
+		keep := graphserver.Filter{"created_by": "system"}
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true, KeepAssistants: keep, Store: true}))
 		require.Equal(t, state{Assistants: 1, Threads: 1, Runs: 1, Webhooks: 1}, count(t, st))
 		sys, err := st.GetAssistant(ctx, "sys", nil)
 		require.NoError(t, err)
@@ -96,6 +98,21 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) driver.Storage) {
 
 		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Threads: true}))
 		require.Equal(t, state{Assistants: 1}, count(t, st))
+	})
+
+	t.Run("AssistantsKeptByFilter", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		ctx := t.Context()
+		err := st.Truncate(ctx, driver.TruncateOptions{Assistants: true, KeepAssistants: graphserver.Filter{"created_by": graphserver.Object{"$gt": 1}}})
+		requireCode(t, err, graphserver.EINVALID)
+		require.Equal(t, 3, count(t, st).Assistants, "a filter the driver refuses deletes nothing")
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true, KeepAssistants: graphserver.Filter{"created_by": graphserver.Object{"$eq": "ann"}}}))
+		_, err = st.GetAssistant(ctx, "other", nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, count(t, st).Assistants, "assistants without the key or with another value go")
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true}))
+		require.Zero(t, count(t, st).Assistants, "nil KeepAssistants keeps none")
 	})
 
 	t.Run("ThreadsTakeTheirRuns", func(t *testing.T) {
