@@ -845,11 +845,8 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 			maps.Copy(tm, m)
 		}
 		maps.Copy(tm, rc.Metadata)
-		ins.CreateThread = &Thread{
-			ThreadID: threadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
-			Metadata: tm, Config: storedCfg, Context: Object{}, Status: ThreadBusy,
-			Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{},
-		}
+		ins.CreateThread = newThread(threadID, now, tm, storedCfg)
+		ins.CreateThread.Status = ThreadBusy
 	}
 	ins.Filter = filter
 	logMeta := ins.ThreadMetadata

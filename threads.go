@@ -188,6 +188,17 @@ func ttlInfo(ttl *ThreadTTL, now time.Time) *ThreadTTLInfo {
 	return &ThreadTTLInfo{Strategy: ttl.Strategy, TTLMinutes: ttl.Minutes, ExpiresAt: &exp}
 }
 
+// newThread is a new idle thread as the Server stores it: drivers store
+// threads as given, so every field is decided here, once (CreateThread,
+// and a run's insertion creating its thread).
+func newThread(id string, now time.Time, metadata Metadata, config Object) *Thread {
+	return &Thread{
+		ThreadID: id, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
+		Metadata: metadata, Config: config, Context: Object{}, Status: ThreadIdle,
+		Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{},
+	}
+}
+
 // withoutTTL returns t with TTL cleared unless include names it: the wire
 // shows ttl only to GET /threads/{id}?include=ttl.
 func withoutTTL(t *Thread, include []string) *Thread {
@@ -239,17 +250,8 @@ func (s *Server) CreateThread(ctx context.Context, c ThreadCreate) (*Thread, err
 		}
 	}
 	now := s.clock()
-	t := &Thread{
-		ThreadID:       id,
-		CreatedAt:      now,
-		UpdatedAt:      now,
-		StateUpdatedAt: now,
-		Metadata:       c.Metadata.Clone(),
-		Config:         Object{},
-		Context:        Object{},
-		Status:         ThreadIdle,
-		TTL:            ttlInfo(c.TTL, now),
-	}
+	t := newThread(id, now, c.Metadata.Clone(), Object{})
+	t.TTL = ttlInfo(c.TTL, now)
 	if c.GraphID != "" {
 		t.Metadata["graph_id"] = c.GraphID
 	}

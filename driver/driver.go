@@ -161,8 +161,9 @@ type AssistantStorage interface {
 
 // ThreadStorage persists threads.
 type ThreadStorage interface {
-	// CreateThread inserts t. If the id exists it returns ECONFLICT, or with
-	// ifExists do_nothing the existing thread.
+	// CreateThread inserts t as given: the Server decides every field
+	// (status, timestamps, TTL strategy and expiry). If the id exists it
+	// returns ECONFLICT, or with ifExists do_nothing the existing thread.
 	CreateThread(ctx context.Context, t *record.Thread, ifExists string, filter record.Filter) (*record.Thread, error)
 	GetThread(ctx context.Context, id string, filter record.Filter) (*record.Thread, error)
 	// UpdateThread merges patch.Metadata into the thread's metadata and sets

@@ -120,7 +120,7 @@ func expiry(t time.Time, minutes float64) time.Time {
 // an empty Status is stored as idle, zero timestamps as now, and a TTL
 // without ExpiresAt expires TTLMinutes after UpdatedAt.
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	args, err := db.threadInsertArgs(t)
+	args, err := threadInsertArgs(t)
 	if err != nil {
 		return nil, err
 	}
@@ -155,10 +155,9 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (thread_id) DO NOTHING`
 
-// threadInsertArgs are the arguments of insertThreadQuery for t: stored as
-// given, an empty Status as idle, zero timestamps as now, and a TTL without
-// ExpiresAt expiring TTLMinutes after UpdatedAt.
-func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
+// threadInsertArgs are the arguments of insertThreadQuery for t, stored as
+// given (the Server decides every field).
+func threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	metadata, err := jsoncol.Object(t.Metadata)
 	if err != nil {
 		return nil, err
@@ -183,32 +182,13 @@ func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	updated, stateUpdated := t.UpdatedAt, t.StateUpdatedAt
-	if updated.IsZero() {
-		updated = created
-	}
-	if stateUpdated.IsZero() {
-		stateUpdated = created
-	}
-	status := cmp.Or(t.Status, graphserver.ThreadIdle)
 	var ttlStrategy *string
 	var ttlMinutes *float64
 	var ttlExpires *time.Time
 	if t.TTL != nil {
-		s := cmp.Or(t.TTL.Strategy, graphserver.PruneDelete)
-		m := t.TTL.TTLMinutes
-		ttlStrategy, ttlMinutes = &s, &m
-		ttlExpires = t.TTL.ExpiresAt
-		if ttlExpires == nil {
-			e := expiry(updated, t.TTL.TTLMinutes)
-			ttlExpires = &e
-		}
+		ttlStrategy, ttlMinutes, ttlExpires = &t.TTL.Strategy, &t.TTL.TTLMinutes, t.TTL.ExpiresAt
 	}
-	return []any{t.ThreadID, created, updated, stateUpdated, metadata, config, tctx, status,
+	return []any{t.ThreadID, t.CreatedAt, t.UpdatedAt, t.StateUpdatedAt, metadata, config, tctx, t.Status,
 		values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires}, nil
 }
 

@@ -66,7 +66,7 @@ func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Fil
 
 // InsertThread implements driver.Tx.
 func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
-	args, err := t.db.threadInsertArgs(th)
+	args, err := threadInsertArgs(th)
 	if err != nil {
 		return err
 	}

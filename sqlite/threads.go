@@ -117,11 +117,10 @@ func expiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))
 }
 
-// CreateThread implements driver.ThreadStorage. It stores t as given;
-// an empty Status is stored as idle, zero timestamps as now, and a TTL
-// without ExpiresAt expires TTLMinutes after UpdatedAt.
+// CreateThread implements driver.ThreadStorage. It stores t as given (the
+// Server decides every field).
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	row, err := db.newThreadRow(t)
+	row, err := newThreadRow(t)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +150,7 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 
 // newThreadRow is the row CreateThread stores for t: what the thread reads
 // back as, without reading it.
-func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
+func newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 	metadata, err := jsoncol.Object(t.Metadata)
 	if err != nil {
 		return nil, err
@@ -176,32 +175,15 @@ func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	updated, stateUpdated := t.UpdatedAt, t.StateUpdatedAt
-	if updated.IsZero() {
-		updated = created
-	}
-	if stateUpdated.IsZero() {
-		stateUpdated = created
-	}
-	status := cmp.Or(t.Status, graphserver.ThreadIdle)
 	var ttlStrategy, ttlExpires sql.NullString
 	var ttlMinutes sql.NullFloat64
 	if t.TTL != nil {
-		ttlStrategy = sql.NullString{String: cmp.Or(t.TTL.Strategy, graphserver.PruneDelete), Valid: true}
+		ttlStrategy = sql.NullString{String: t.TTL.Strategy, Valid: true}
 		ttlMinutes = sql.NullFloat64{Float64: t.TTL.TTLMinutes, Valid: true}
-		exp := t.TTL.ExpiresAt
-		if exp == nil {
-			e := expiry(updated, t.TTL.TTLMinutes)
-			exp = &e
-		}
-		ttlExpires = nullTime(exp)
+		ttlExpires = nullTime(t.TTL.ExpiresAt)
 	}
-	return &threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(created), UpdatedAt: formatTime(updated),
-		StateUpdatedAt: formatTime(stateUpdated), Metadata: metadata, Config: config, Context: tctx, Status: status,
+	return &threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		StateUpdatedAt: formatTime(t.StateUpdatedAt), Metadata: metadata, Config: config, Context: tctx, Status: t.Status,
 		Values: values, Interrupts: interrupts, Error: errv, TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}, nil
 }
 

@@ -63,7 +63,7 @@ func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Fil
 
 // InsertThread implements driver.Tx.
 func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
-	row, err := t.db.newThreadRow(th)
+	row, err := newThreadRow(th)
 	if err != nil {
 		return err
 	}
