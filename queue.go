@@ -56,7 +56,8 @@ type runQueue struct {
 
 	logs   logRegistry
 	hooks  *webhooks
-	events *eventWriter // nil unless the storage keeps event logs (EventStorage)
+	events *eventWriter  // nil unless the storage keeps event logs (EventStorage)
+	mirror *threadMirror // nil unless events is set and the storage is a Notifier
 
 	recheckMu sync.Mutex
 	recheck   chan struct{} // closed when runs executing here must renew at once (recheckRuns)
@@ -99,6 +100,10 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 	q.slots = make(chan struct{}, q.workers)
 	if es, ok := opts.Storage.(driver.EventStorage); ok {
 		q.events = &eventWriter{q: q, st: es}
+		if _, ok := opts.Storage.(driver.Notifier); ok {
+			q.mirror = newThreadMirror(q)
+			q.logs.hub.positions = true
+		}
 	}
 	q.hooks = newWebhooks(q, opts.Webhooks)
 	return q
@@ -112,6 +117,9 @@ func (q *runQueue) tasks() []func(ctx context.Context) {
 	tasks := []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop, q.watchRuns}
 	if n, ok := q.storage.(driver.Notifier); ok {
 		tasks = append(tasks, func(ctx context.Context) { q.listen(ctx, n) })
+	}
+	if q.mirror != nil {
+		tasks = append(tasks, q.mirror.loop)
 	}
 	return tasks
 }

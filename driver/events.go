@@ -51,4 +51,7 @@ type Notification struct {
 	Kind   string // NotifyRunQueued, NotifyRunEnded, NotifyRunCancel, NotifyRunEvents or NotifyReset
 	RunID  string
 	Action string // NotifyRunCancel: CancelInterrupt or CancelRollback
+	// ThreadID is the run's thread (NotifyRunEvents): the thread streams
+	// of every process following it read the stored events.
+	ThreadID string
 }

@@ -25,7 +25,8 @@ const (
 	// channelCancel: a cancellation was recorded for a running run;
 	// payload "<action> <run id>".
 	channelCancel = "graphserver_run_cancel"
-	// channelRunEvents: events of a run were stored; payload the run id.
+	// channelRunEvents: events of a run were stored; payload
+	// "<run id> <thread id>".
 	channelRunEvents = "graphserver_run_events"
 )
 
@@ -71,7 +72,8 @@ func (db *DB) Listen(ctx context.Context, fn func(driver.Notification)) error {
 		case channelRunEnded:
 			fn(driver.Notification{Kind: graphserver.NotifyRunEnded, RunID: n.Payload})
 		case channelRunEvents:
-			fn(driver.Notification{Kind: graphserver.NotifyRunEvents, RunID: n.Payload})
+			runID, threadID, _ := strings.Cut(n.Payload, " ")
+			fn(driver.Notification{Kind: graphserver.NotifyRunEvents, RunID: runID, ThreadID: threadID})
 		case channelCancel:
 			action, runID, _ := strings.Cut(n.Payload, " ")
 			fn(driver.Notification{Kind: graphserver.NotifyRunCancel, RunID: runID, Action: action})
