@@ -847,6 +847,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 		maps.Copy(tm, rc.Metadata)
 		ins.CreateThread = newThread(threadID, now, tm, storedCfg)
 		ins.CreateThread.Status = ThreadBusy
+		ins.CreateThread.Values, ins.CreateThread.Interrupts = json.RawMessage("null"), map[string][]Interrupt{}
 	}
 	ins.Filter = filter
 	logMeta := ins.ThreadMetadata

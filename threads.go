@@ -197,7 +197,6 @@ func newThread(id string, now time.Time, metadata Metadata, config Object) *Thre
 	return &Thread{
 		ThreadID: id, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
 		Metadata: metadata, Config: config, Context: Object{}, Status: ThreadIdle,
-		Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{},
 	}
 }
 
