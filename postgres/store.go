@@ -1,14 +1,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -18,6 +14,7 @@ import (
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
+	"github.com/graphserver/graphserver/internal/vecrank"
 )
 
 var _ driver.ItemStorage = (*DB)(nil)
@@ -127,7 +124,7 @@ func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []driver.Item
 			continue
 		}
 		if _, err := exec(ctx, tx, `INSERT INTO store_vectors (item_id, seq, path, dims, vector) VALUES (?, ?, ?, ?, ?)`,
-			id, i, e.Path, len(e.Vector), encodeVector(e.Vector)); err != nil {
+			id, i, e.Path, len(e.Vector), vecrank.Encode(e.Vector)); err != nil {
 			return fmt.Errorf("insert store vector: %w", err)
 		}
 	}
@@ -323,14 +320,11 @@ func tsQuery(text string) string {
 // have no vector of that size (unscored, newest first).
 func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
 	dims := len(q.Vector)
-	type scored struct {
-		id    int64
-		score float64
-	}
-	var ranked []scored
+	rank := vecrank.New(q.Vector)
 	var rows []itemRow
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		ranked, rows = nil, nil
+		rank.Reset()
+		rows = nil
 		cur, err := tx.Query(ctx, rebind(`SELECT v.item_id, v.vector
 			FROM store_vectors AS v JOIN store_items AS i ON i.id = v.item_id
 			WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`), append([]any{dims}, w.args...)...)
@@ -344,28 +338,19 @@ func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *where) (
 				cur.Close()
 				return fmt.Errorf("read store vectors: %w", err)
 			}
-			s := cosine(q.Vector, blob)
-			if n := len(ranked); n > 0 && ranked[n-1].id == id {
-				ranked[n-1].score = max(ranked[n-1].score, s)
-			} else {
-				ranked = append(ranked, scored{id, s})
-			}
+			rank.Add(id, blob)
 		}
 		cur.Close()
 		if err := cur.Err(); err != nil {
 			return fmt.Errorf("read store vectors: %w", err)
 		}
-		slices.SortStableFunc(ranked, func(a, b scored) int {
-			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.id, a.id))
-		})
 
 		// The page: scored items first, then unscored ones.
-		end := q.Offset + q.Limit
-		page := ranked[min(q.Offset, len(ranked)):min(end, len(ranked))]
+		page, skip, take := rank.Page(q.Offset, q.Limit)
 		if len(page) > 0 {
 			ids := make([]int64, len(page))
 			for i, p := range page {
-				ids[i] = p.id
+				ids[i] = p.ID
 			}
 			got, err := selectRows[itemRow](ctx, tx, `SELECT `+itemColumns+` FROM store_items AS i WHERE i.id = ANY(?::bigint[])`, ids)
 			if err != nil {
@@ -376,14 +361,12 @@ func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *where) (
 				byID[r.ID] = r
 			}
 			for _, p := range page {
-				rows = append(rows, byID[p.id])
+				rows = append(rows, byID[p.ID])
 			}
 		}
-		if end <= len(ranked) {
+		if take == 0 {
 			return nil
 		}
-		skip := max(q.Offset-len(ranked), 0)
-		take := end - max(q.Offset, len(ranked))
 		rest, err := selectRows[itemRow](ctx, tx, `SELECT `+itemColumns+` FROM store_items AS i
 			WHERE NOT EXISTS (SELECT 1 FROM store_vectors AS v WHERE v.item_id = i.id AND v.dims = ?) AND `+w.and()+`
 			ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(append([]any{dims}, w.args...), take, skip)...)
@@ -396,42 +379,7 @@ func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *where) (
 	if err != nil {
 		return nil, nil, err
 	}
-	scores := make([]*float64, len(rows))
-	for i := range rows {
-		if j := q.Offset + i; j < len(ranked) {
-			s := ranked[j].score
-			scores[i] = &s
-		}
-	}
-	return rows, scores, nil
-}
-
-// encodeVector renders a vector as little-endian float32s.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// cosine returns the cosine similarity of q and the encoded vector b (of the
-// same size), 0 when either is zero.
-func cosine(q []float32, b []byte) float64 {
-	if len(b) != 4*len(q) {
-		return 0
-	}
-	var dot, nq, nb float64
-	for i, x := range q {
-		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		dot += float64(x) * y
-		nq += float64(x) * float64(x)
-		nb += y * y
-	}
-	if nq == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(nq*nb)
+	return rows, rank.Scores(q.Offset, len(rows)), nil
 }
 
 // itemCondition adds one filter condition on the top-level field c.Field of

@@ -13,6 +13,7 @@ import (
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/embedtest"
+	"github.com/graphserver/graphserver/internal/vecrank"
 )
 
 // benchItems is the number of items in the store benchmarks' database.
@@ -75,7 +76,7 @@ func openBenchDB(b *testing.B) *DB {
 				return err
 			}
 			v, _ := emb.Embed(ctx, []string{text})
-			if _, err := vecs.ExecContext(ctx, i+1, benchDims, encodeVector(v[0])); err != nil {
+			if _, err := vecs.ExecContext(ctx, i+1, benchDims, vecrank.Encode(v[0])); err != nil {
 				return err
 			}
 		}
