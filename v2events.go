@@ -785,6 +785,7 @@ func (st *ThreadEventStream) Events(ctx context.Context) iter.Seq2[ThreadEvent, 
 		hub := &st.s.rq.logs.hub
 		f := hub.subscribe(st.ThreadID)
 		defer hub.unsubscribe(st.ThreadID, f)
+		defer st.s.rq.followThread(st.ThreadID)()
 		pos := st.pos
 		if f != st.feed {
 			pos = 0 // the feed was dropped and made anew: since filters by seq
