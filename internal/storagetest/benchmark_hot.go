@@ -127,7 +127,7 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) driver.Storage
 			setup(b, st)
 		}
 		b.ReportAllocs()
-		cpu := cpuMeter(b)
+		cpu := CPUMeter(b)
 		var i int64
 		for b.Loop() {
 			i++
@@ -142,7 +142,7 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) driver.Storage
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := cpuMeter(b)
+		cpu := CPUMeter(b)
 		defer cpu()
 		var n, workers atomic.Int64
 		b.SetParallelism(max(1, benchParallelism/runtime.GOMAXPROCS(0)))
@@ -155,11 +155,12 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) driver.Storage
 	})
 }
 
-// cpuMeter starts counting the process's CPU time; the function it returns
-// reports it per operation as cpu-ns/op. Unlike ns/op, CPU time hardly
-// depends on what else the machine runs, so it compares runs made under
-// different loads (the storage's background goroutines count too).
-func cpuMeter(b *testing.B) func() {
+// CPUMeter starts counting the process's CPU time; the function it returns
+// reports it per operation as cpu-ns/op. Unlike ns/op, CPU time depends
+// little on what else the machine runs, so it compares runs made under
+// different loads (the storage's background goroutines count too). On
+// systems where it cannot be read, nothing is reported.
+func CPUMeter(b *testing.B) func() {
 	start := processCPU()
 	return func() {
 		if used := processCPU() - start; start > 0 && b.N > 0 {
