@@ -723,7 +723,7 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs); err != nil {
 		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
 	}
-	cp.PendingWrites = []graphserver.PendingWrite{}
+	cp.PendingWrites = []driver.PendingWrite{}
 	if !r.HasWrites {
 		return cp, nil
 	}
