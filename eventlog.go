@@ -71,7 +71,7 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	}
 	l.changed()
 	if l.hub != nil {
-		l.hub.publish(l.threadID, event, data, l.resumable) // under l.mu: the thread sees the run's order
+		l.hub.publishRun(l.threadID, l.runID, l.base+len(l.events)-1, event, data, l.resumable) // under l.mu: the thread sees the run's order
 	}
 }
 
@@ -97,7 +97,7 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 	l.done, l.status, l.output, l.expires = true, status, output, expires
 	l.changed()
 	if l.hub != nil {
-		l.hub.publishStatus(l.threadID, "metadata", marshalOutput(map[string]string{"status": "run_done", "run_id": l.runID}), l.resumable, status)
+		l.hub.publishDone(l.threadID, l.runID, l.resumable, status)
 	}
 }
 

@@ -55,7 +55,8 @@ type runQueue struct {
 
 	logs   logRegistry
 	hooks  *webhooks
-	events *eventWriter // nil unless the storage keeps event logs (EventStorage)
+	events *eventWriter  // nil unless the storage keeps event logs (EventStorage)
+	mirror *threadMirror // nil unless events is set and the storage is a Notifier
 
 	recheckMu sync.Mutex
 	recheck   chan struct{} // closed when runs executing here must renew at once (recheckRuns)
@@ -98,6 +99,10 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 	q.slots = make(chan struct{}, q.workers)
 	if es, ok := opts.Storage.(EventStorage); ok {
 		q.events = &eventWriter{q: q, st: es}
+		if _, ok := opts.Storage.(Notifier); ok {
+			q.mirror = newThreadMirror(q)
+			q.logs.hub.positions = true
+		}
 	}
 	q.hooks = newWebhooks(q, opts.Webhooks)
 	return q
@@ -111,6 +116,9 @@ func (q *runQueue) tasks() []func(ctx context.Context) {
 	tasks := []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop, q.watchRuns}
 	if n, ok := q.storage.(Notifier); ok {
 		tasks = append(tasks, func(ctx context.Context) { q.listen(ctx, n) })
+	}
+	if q.mirror != nil {
+		tasks = append(tasks, q.mirror.loop)
 	}
 	return tasks
 }

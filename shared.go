@@ -2,6 +2,7 @@ package graphserver
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -51,6 +52,9 @@ type Notification struct {
 	Kind   string // NotifyRunQueued, NotifyRunEnded, NotifyRunCancel, NotifyRunEvents or NotifyReset
 	RunID  string
 	Action string // NotifyRunCancel: CancelInterrupt or CancelRollback
+	// ThreadID is the run's thread (NotifyRunEvents): the thread streams
+	// of every process following it read the stored events.
+	ThreadID string
 }
 
 // Notification kinds.
@@ -105,6 +109,11 @@ func (q *runQueue) notified(n Notification) {
 		q.logs.watches.wake(n.RunID)
 	case NotifyRunEvents:
 		q.logs.watches.wake(n.RunID)
+	}
+	if q.mirror != nil {
+		q.mirror.notified(n)
+	}
+	switch n.Kind {
 	case NotifyReset:
 		q.signal()
 		q.recheckRuns() // a cancellation may have been missed
@@ -306,4 +315,297 @@ func (st *RunStream) sharedEvents(ctx context.Context, yield func(StreamEvent, e
 			return
 		}
 	}
+}
+
+// mirrorRunsListed bounds the runs of a thread the mirror looks at when a
+// stream starts following the thread (the newest ones).
+const mirrorRunsListed = 20
+
+// followThread counts a thread stream following threadID here, so that the
+// mirror brings the runs of other processes into the thread's feed, and
+// returns the function that ends it.
+func (q *runQueue) followThread(threadID string) (release func()) {
+	if q.mirror == nil {
+		return func() {}
+	}
+	return q.mirror.follow(threadID)
+}
+
+// threadMirror brings into this process's thread feeds the events of the
+// runs of other processes, read from their stored logs (EventStorage), so
+// that the thread streams opened here (JoinThreadStream,
+// SubscribeThreadEvents) carry every run of their thread, wherever it
+// executes: replayed from the stored log, then live. It works for the
+// threads followed here only, woken by the notifications of stored events
+// and of ended runs (Notifier), on the mechanism the run streams use. One
+// goroutine (loop) reads storage and publishes, so a run's events reach
+// the feed in order; positions in the feed (feedRun) keep an event from
+// going in twice, whoever brings it.
+type threadMirror struct {
+	q    *runQueue
+	wake chan struct{} // capacity 1
+
+	mu      sync.Mutex
+	follows map[string]int         // thread -> streams following it here
+	runs    map[string]string      // run -> thread: runs seen on followed threads, not done
+	work    map[string]*mirrorWork // thread -> what to read
+}
+
+// mirrorWork is what the mirror reads for one thread.
+type mirrorWork struct {
+	sync  bool            // list the thread's recent runs (a stream started, or notifications were missed)
+	runs  []string        // runs with new stored events, in the order notified
+	ended map[string]bool // runs that ended
+}
+
+func newThreadMirror(q *runQueue) *threadMirror {
+	return &threadMirror{q: q, wake: make(chan struct{}, 1), follows: map[string]int{},
+		runs: map[string]string{}, work: map[string]*mirrorWork{}}
+}
+
+func (m *threadMirror) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// workOf returns the pending work of a thread, creating it; m.mu is held.
+func (m *threadMirror) workOf(threadID string) *mirrorWork {
+	w := m.work[threadID]
+	if w == nil {
+		w = &mirrorWork{ended: map[string]bool{}}
+		m.work[threadID] = w
+	}
+	return w
+}
+
+// addRun queues run runID of a followed thread; m.mu is held.
+func (m *threadMirror) addRun(threadID, runID string, ended bool) {
+	w := m.workOf(threadID)
+	if !slices.Contains(w.runs, runID) {
+		w.runs = append(w.runs, runID)
+	}
+	if ended {
+		w.ended[runID] = true
+	}
+	m.runs[runID] = threadID
+	m.signal()
+}
+
+// follow counts a stream following threadID here and returns the function
+// that ends it. The first stream of a thread makes the mirror look at the
+// thread's recent runs.
+func (m *threadMirror) follow(threadID string) (release func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.follows[threadID]++; m.follows[threadID] == 1 {
+		m.workOf(threadID).sync = true
+		m.signal()
+	}
+	return sync.OnceFunc(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.follows[threadID]--; m.follows[threadID] > 0 {
+			return
+		}
+		delete(m.follows, threadID)
+		delete(m.work, threadID)
+		for run, t := range m.runs {
+			if t == threadID {
+				delete(m.runs, run)
+			}
+		}
+	})
+}
+
+// notified queues what a notification tells of the followed threads.
+func (m *threadMirror) notified(n Notification) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch n.Kind {
+	case NotifyRunEvents:
+		if m.follows[n.ThreadID] > 0 {
+			m.addRun(n.ThreadID, n.RunID, false)
+		}
+	case NotifyRunEnded:
+		if t, ok := m.runs[n.RunID]; ok {
+			m.addRun(t, n.RunID, true)
+		}
+	case NotifyReset:
+		for t := range m.follows {
+			m.workOf(t).sync = true
+		}
+		m.signal()
+	}
+}
+
+// loop reads what was queued until ctx ends or the server drains (the
+// notifications stop then).
+func (m *threadMirror) loop(ctx context.Context) {
+	for {
+		select {
+		case <-m.wake:
+		case <-m.q.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+		m.mu.Lock()
+		work := m.work
+		m.work = map[string]*mirrorWork{}
+		m.mu.Unlock()
+		for threadID, w := range work {
+			if err := m.mirrorThread(ctx, threadID, w); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				m.q.s.logger.Warn("mirror thread stream", "thread_id", threadID, "err", err)
+				m.retry(threadID, w)
+			}
+		}
+	}
+}
+
+// retry queues again the work that failed, for a look after a delay.
+func (m *threadMirror) retry(threadID string, w *mirrorWork) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.follows[threadID] == 0 {
+		return
+	}
+	cur := m.workOf(threadID)
+	cur.sync = cur.sync || w.sync
+	for _, r := range w.runs {
+		if !slices.Contains(cur.runs, r) {
+			cur.runs = append(cur.runs, r)
+		}
+	}
+	for r := range w.ended {
+		cur.ended[r] = true
+	}
+	time.AfterFunc(listenRetryDelay, m.signal)
+}
+
+// mirrorThread reads the queued runs of one thread into its feed.
+func (m *threadMirror) mirrorThread(ctx context.Context, threadID string, w *mirrorWork) error {
+	q := m.q
+	resumable := map[string]bool{} // known from the listing
+	runs, ended := w.runs, w.ended
+	if w.sync {
+		listed, err := q.storage.ListRuns(ctx, threadID, &RunSearch{Limit: mirrorRunsListed})
+		if err != nil && ErrorCode(err) != ENOTFOUND {
+			return err
+		}
+		now := q.s.clock()
+		var synced []string
+		for _, r := range slices.Backward(listed) { // oldest first
+			keep := endedLogGrace
+			if r.Kwargs.Resumable {
+				keep = q.resumableTTL
+			}
+			switch {
+			case r.Status == RunPending:
+				continue // no events yet: they are notified
+			case r.Status != RunRunning && now.Sub(r.UpdatedAt) > keep:
+				continue // its events are past the feed's retention
+			}
+			resumable[r.RunID] = r.Kwargs.Resumable
+			synced = append(synced, r.RunID)
+			ended[r.RunID] = true // look at its status after its events
+		}
+		runs = append(synced, slices.DeleteFunc(runs, func(id string) bool { return slices.Contains(synced, id) })...)
+		m.mu.Lock()
+		if m.follows[threadID] > 0 {
+			for _, id := range synced {
+				m.runs[id] = threadID
+			}
+		}
+		m.mu.Unlock()
+	}
+	for i, runID := range runs {
+		retain, known := resumable[runID]
+		if err := m.mirrorRun(ctx, threadID, runID, retain, known, ended[runID]); err != nil {
+			// What is left is tried again.
+			w.sync, w.runs = false, runs[i:]
+			return err
+		}
+	}
+	return nil
+}
+
+// mirrorRun reads the stored events of one run from where the feed stands,
+// and its end when checkEnd (it was notified ended, or listed).
+func (m *threadMirror) mirrorRun(ctx context.Context, threadID, runID string, retain, known, checkEnd bool) error {
+	q := m.q
+	hub := &q.logs.hub
+	if l := q.logs.get(runID); l != nil {
+		if ls := l.state(); ls.attached && !ls.done || ls.done && !ls.released {
+			return nil // executed here: its log publishes its events and its end
+		}
+	}
+	next, done, _ := hub.runPosition(threadID, runID)
+	if done {
+		m.forget(runID)
+		return nil
+	}
+	var run *Run
+	if !known {
+		r, err := q.storage.GetRun(ctx, threadID, runID, nil)
+		if ErrorCode(err) == ENOTFOUND {
+			checkEnd = true // gone (a rollback): its end is all that is left
+		} else if err != nil {
+			return err
+		} else {
+			run, retain = r, r.Kwargs.Resumable
+		}
+	}
+	read := func() error {
+		for {
+			evs, err := q.events.st.RunEvents(ctx, runID, next, storedEventsPage)
+			if err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				pos, err := strconv.Atoi(ev.ID)
+				if err != nil {
+					continue
+				}
+				hub.publishRun(threadID, runID, pos, ev.Event, ev.Data, retain)
+				next = pos + 1
+			}
+			if len(evs) < storedEventsPage {
+				return nil
+			}
+		}
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	if !checkEnd && (run == nil || run.Status == RunPending || run.Status == RunRunning) {
+		return nil
+	}
+	ended, th, err := q.s.endedRun(ctx, threadID, runID)
+	if err != nil || ended == nil {
+		return err
+	}
+	// Ended: what it stored before its end is in; a failure's error event
+	// may be stored after it, and is told from the thread if not yet.
+	if err := read(); err != nil {
+		return err
+	}
+	if _, _, lastError := hub.runPosition(threadID, runID); !lastError && th != nil &&
+		(ended.Status == RunError || ended.Status == RunTimeout) && len(th.Error) > 0 && string(th.Error) != "null" {
+		hub.publishRun(threadID, runID, -1, "error", th.Error, retain)
+	}
+	hub.publishDone(threadID, runID, retain, ended.Status)
+	m.forget(runID)
+	return nil
+}
+
+// forget drops a run the mirror is done with.
+func (m *threadMirror) forget(runID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.runs, runID)
 }

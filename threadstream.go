@@ -60,7 +60,10 @@ type ThreadStream struct {
 }
 
 // JoinThreadStream returns a stream of the thread's events: the events of
-// every run executed on it in this process (each named as on the run's stream,
+// every run executed on it in this process, and with a storage that keeps
+// event logs and notifies (EventStorage and Notifier: the postgres driver)
+// those of the runs other processes execute, read from their stored logs
+// (each named as on the run's stream,
 // with metadata first and a metadata {"status": "run_done", "run_id"} once the
 // run ended) and state_update events, filtered by opts.StreamModes. Event ids
 // are "<ms>-<seq>", growing within the thread; events are retained for replay
@@ -114,6 +117,7 @@ func (st *ThreadStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error
 		hub := &st.s.rq.logs.hub
 		feed := hub.subscribe(st.ThreadID)
 		defer hub.unsubscribe(st.ThreadID, feed)
+		defer st.s.rq.followThread(st.ThreadID)()
 		pos := feed.start(st.after)
 		for {
 			evs, next, wake := feed.read(pos)
@@ -208,6 +212,10 @@ type threadHub struct {
 	resumableTTL time.Duration // retention of resumable runs' events and state updates
 	now          func() time.Time
 	seq          atomic.Int64 // the last protocol-v2 event seq given out (all threads)
+	// positions: the feeds track where each run's events stand (feedRun),
+	// as the runs of other processes are mirrored into them (threadMirror).
+	// Set before the hub is shared.
+	positions bool
 }
 
 // threadFeed is the retained, ordered events of one thread.
@@ -216,9 +224,21 @@ type threadFeed struct {
 	base   int // position of events[0]; positions grow forever
 	events []feedEvent
 	last   feedID
-	wake   chan struct{} // closed and replaced on every change
-	subs   int           // streams following it
-	v2     v2Log         // the protocol-v2 events derived from the events
+	wake   chan struct{}       // closed and replaced on every change
+	subs   int                 // streams following it
+	v2     v2Log               // the protocol-v2 events derived from the events
+	runs   map[string]*feedRun // threadHub.positions: the runs whose events it holds
+}
+
+// feedRun is where a run's events stand in a thread's feed: the events of
+// a run executed here and those of a run executed elsewhere (read from its
+// stored log by the threadMirror) go in by their position in the run's log,
+// so that none goes in twice, whoever brings it.
+type feedRun struct {
+	next      int       // the run-log position of the next event
+	done      bool      // its run_done marker is in: nothing more goes in
+	lastError bool      // its last event is an error event
+	ended     time.Time // when done (the entry is pruned after the retention)
 }
 
 type feedEvent struct {
@@ -258,14 +278,94 @@ func (h *threadHub) publish(threadID, event string, data json.RawMessage, retain
 // (the run_done marker) the event is, for the protocol-v2 lifecycle.
 func (h *threadHub) publishStatus(threadID, event string, data json.RawMessage, retain bool, status string) {
 	now := h.clock()
-	ttl := endedLogGrace
-	if retain {
-		ttl = cmp.Or(h.resumableTTL, ResumableStreamTTLDefault)
-	}
 	h.mu.Lock()
 	f := h.feed(threadID)
 	h.mu.Unlock()
-	f.append(h, event, data, status, now, now.Add(ttl))
+	f.append(h, event, data, status, now, now.Add(h.ttl(retain)))
+}
+
+// publishRun is publish for the event at position pos of run runID's log
+// (pos < 0: an event of no position, such as a failure's error told from
+// the thread). With positions tracked, an event before the run's next
+// position, or after its end, is not published again; it reports whether
+// the event went in.
+func (h *threadHub) publishRun(threadID, runID string, pos int, event string, data json.RawMessage, retain bool) bool {
+	if !h.positions {
+		h.publish(threadID, event, data, retain)
+		return true
+	}
+	now := h.clock()
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.run(runID)
+	if r.done || (pos >= 0 && pos < r.next) {
+		return false
+	}
+	if pos >= 0 {
+		r.next = pos + 1
+	}
+	r.lastError = event == "error"
+	f.appendLocked(h, event, data, "", now, now.Add(h.ttl(retain)))
+	return true
+}
+
+// publishDone publishes the run_done marker of run runID, ended with
+// status (see publishStatus), once per run when positions are tracked.
+func (h *threadHub) publishDone(threadID, runID string, retain bool, status string) {
+	data := marshalOutput(map[string]string{"status": "run_done", "run_id": runID})
+	if !h.positions {
+		h.publishStatus(threadID, "metadata", data, retain, status)
+		return
+	}
+	now := h.clock()
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.run(runID)
+	if r.done {
+		return
+	}
+	r.done, r.ended = true, now
+	f.appendLocked(h, "metadata", data, status, now, now.Add(h.ttl(retain)))
+}
+
+// runPosition returns where run runID's events stand in the thread's feed:
+// the position of its next event, whether it is done, and whether its last
+// event is an error event.
+func (h *threadHub) runPosition(threadID, runID string) (next int, done, lastError bool) {
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.run(runID)
+	return r.next, r.done, r.lastError
+}
+
+// run returns the position entry of a run, creating it; f.mu is held.
+func (f *threadFeed) run(runID string) *feedRun {
+	if f.runs == nil {
+		f.runs = map[string]*feedRun{}
+	}
+	r := f.runs[runID]
+	if r == nil {
+		r = &feedRun{}
+		f.runs[runID] = r
+	}
+	return r
+}
+
+// ttl is how long an event stays in a feed.
+func (h *threadHub) ttl(retain bool) time.Duration {
+	if retain {
+		return cmp.Or(h.resumableTTL, ResumableStreamTTLDefault)
+	}
+	return endedLogGrace
 }
 
 // lastID returns the id of the thread's latest event, so that a stream
@@ -332,6 +432,11 @@ func (h *threadHub) prune(now time.Time) {
 		if n > 0 {
 			f.dropV2(n)
 		}
+		for id, r := range f.runs {
+			if r.done && now.After(r.ended.Add(h.ttl(true))) {
+				delete(f.runs, id)
+			}
+		}
 		empty := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && now.After(f.v2.keep)
 		f.mu.Unlock()
 		if empty {
@@ -348,6 +453,11 @@ func (h *threadHub) prune(now time.Time) {
 func (f *threadFeed) append(h *threadHub, event string, data json.RawMessage, status string, now, expires time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.appendLocked(h, event, data, status, now, expires)
+}
+
+// appendLocked is append with f.mu held.
+func (f *threadFeed) appendLocked(h *threadHub, event string, data json.RawMessage, status string, now, expires time.Time) {
 	id := feedID{ms: now.UnixMilli()}
 	if id.ms <= f.last.ms {
 		id = feedID{ms: f.last.ms, seq: f.last.seq + 1}

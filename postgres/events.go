@@ -27,11 +27,11 @@ func (db *DB) AppendRunEvents(ctx context.Context, runID string, events []graphs
 		seqs[i], names[i], datas[i] = n, ev.Event, string(ev.Data)
 	}
 	// One statement, one round trip: the notification goes with the
-	// insert's commit.
+	// insert's commit. It names the run's thread, for the thread streams.
 	if _, err := db.pool.Exec(ctx, `WITH ins AS (INSERT INTO run_events (run_id, seq, event, data)
 			SELECT $1, e.seq, e.event, e.data FROM unnest($2::int[], $3::text[], $4::text[]) AS e (seq, event, data)
 			ON CONFLICT (run_id, seq) DO NOTHING)
-		SELECT pg_notify($5, $1)`, runID, seqs, names, datas, channelRunEvents); err != nil {
+		SELECT pg_notify($5, $1 || ' ' || coalesce((SELECT thread_id FROM runs WHERE run_id = $1), ''))`, runID, seqs, names, datas, channelRunEvents); err != nil {
 		return translate(fmt.Errorf("store run events: %w", err))
 	}
 	return nil

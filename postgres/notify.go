@@ -24,7 +24,8 @@ const (
 	// channelCancel: a cancellation was recorded for a running run;
 	// payload "<action> <run id>".
 	channelCancel = "graphserver_run_cancel"
-	// channelRunEvents: events of a run were stored; payload the run id.
+	// channelRunEvents: events of a run were stored; payload
+	// "<run id> <thread id>".
 	channelRunEvents = "graphserver_run_events"
 )
 
@@ -70,7 +71,8 @@ func (db *DB) Listen(ctx context.Context, fn func(graphserver.Notification)) err
 		case channelRunEnded:
 			fn(graphserver.Notification{Kind: graphserver.NotifyRunEnded, RunID: n.Payload})
 		case channelRunEvents:
-			fn(graphserver.Notification{Kind: graphserver.NotifyRunEvents, RunID: n.Payload})
+			runID, threadID, _ := strings.Cut(n.Payload, " ")
+			fn(graphserver.Notification{Kind: graphserver.NotifyRunEvents, RunID: runID, ThreadID: threadID})
 		case channelCancel:
 			action, runID, _ := strings.Cut(n.Payload, " ")
 			fn(graphserver.Notification{Kind: graphserver.NotifyRunCancel, RunID: runID, Action: action})

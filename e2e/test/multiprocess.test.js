@@ -1,13 +1,16 @@
 // Three reference servers on one PostgreSQL database, driven only through
 // the official SDK: a run created on A is streamed live from B and
-// cancelled from C; another run created on A is streamed from B while A is
-// killed with SIGKILL, and finishes on B or C, B's stream carrying on.
+// cancelled from C; a thread stream and a protocol-v2 threads.stream
+// subscriber on B follow a run executed on A; another run created on A is
+// streamed from B while A is killed with SIGKILL, and finishes on B or C,
+// B's stream carrying on.
 // Needs GRAPHSERVER_POSTGRES_URL (.ci/run sets it); skips without it. Each
 // run of the file creates a database of its own and drops it after.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { Client } from "@langchain/langgraph-sdk";
 import { startServer } from "./server.js";
 
 const base = process.env.GRAPHSERVER_POSTGRES_URL;
@@ -79,6 +82,73 @@ test("a run created on A streams live on B and is cancelled from C", { skip, tim
   assert.ok(steps.length < 200, `the run stopped early (${steps.length} steps)`);
   assert.equal((await b.runs.get(thread.thread_id, run.run_id)).status, "interrupted");
   assert.notEqual((await a.threads.get(thread.thread_id)).status, "busy");
+});
+
+async function waitFor(cond, what, ms = 30000) {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
+}
+
+test("a thread stream and a protocol-v2 subscriber on B follow a run executed on A", { skip, timeout: 60000 }, async () => {
+  const [a, b, c] = servers.map((s) => s.client);
+  const thread = await a.threads.create();
+
+  // Both subscribe on B before the run is created on A. (The SDK sends
+  // joinStream's request at the first read: "-" takes what B holds for the
+  // thread by then.)
+  const ctrl = new AbortController();
+  const live = b.threads.joinStream(thread.thread_id, { lastEventId: "-", signal: ctrl.signal })[Symbol.asyncIterator]();
+  const v2b = new Client({ apiUrl: servers[1].url, apiKey: null, streamProtocol: "v2" });
+  const tb = v2b.threads.stream(thread.thread_id, { assistantId: "agent" });
+  const v2seen = [];
+  const off = tb.onEvent((e) => v2seen.push(e));
+  const sub = await tb.subscribe(["values", "custom", "lifecycle"]);
+
+  const run = await a.runs.create(thread.thread_id, "agent", {
+    input: { messages: [human("threads")], sleep: { steps: 10, ms: 30 } },
+    streamMode: ["custom", "values"], streamResumable: true, config,
+  });
+  const runDone = (ch) => ch.event === "metadata" && ch.data?.status === "run_done";
+  const seen = [];
+  try {
+    await until(live, runDone, seen);
+  } finally {
+    ctrl.abort();
+  }
+  const rootEnd = (e) => e.method === "lifecycle" && e.params.namespace.length === 0 && e.params.data.event === "completed";
+  try {
+    await waitFor(() => v2seen.some(rootEnd), `v2 events on B: ${JSON.stringify(v2seen.map((e) => e.method))}`);
+  } finally {
+    off();
+    await sub.unsubscribe();
+    await tb.close();
+  }
+  assert.equal((await c.runs.get(thread.thread_id, run.run_id)).status, "success");
+
+  // Compared with a full replay of the run's stored log (from C): every
+  // event once, in order, then the run_done marker.
+  const replay = [];
+  await rest(c.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" })[Symbol.asyncIterator](), replay);
+  const strip = (chunks) => chunks.filter((ch) => ch.event).map((ch) => ({ event: ch.event, data: ch.data }));
+  const events = strip(seen);
+  assert.deepEqual(events.at(-1), { event: "metadata", data: { status: "run_done", run_id: run.run_id } });
+  assert.deepEqual(events.slice(0, -1), strip(replay), "B's thread stream has the run's events, none lost or repeated");
+  assert.deepEqual(events[0].data, { run_id: run.run_id, attempt: 1 });
+  assert.equal(events.filter(sleepStep).length, 10);
+
+  // Protocol v2 on B: the same custom and values payloads, one running
+  // and one completed lifecycle event at the root.
+  const unique = new Set(v2seen.map((e) => e.event_id));
+  assert.equal(unique.size, v2seen.length, "no v2 event twice");
+  const root = v2seen.filter((e) => e.params.namespace.length === 0);
+  assert.deepEqual(root.filter((e) => e.method === "custom").map((e) => e.params.data),
+    strip(replay).filter((ch) => ch.event === "custom").map((ch) => ch.data));
+  assert.deepEqual(root.filter((e) => e.method === "values").map((e) => e.params.data),
+    strip(replay).filter((ch) => ch.event === "values").map((ch) => ch.data));
+  assert.deepEqual(root.filter((e) => e.method === "lifecycle").map((e) => e.params.data.event), ["running", "completed"]);
 });
 
 test("a run survives its server being killed: another one finishes it, the stream on B carries on", { skip, timeout: 90000 }, async () => {
