@@ -65,7 +65,7 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		} else if err != nil {
 			return err
 		}
-		var active []RunRef
+		var active []driver.RunRef
 		if !inserted { // a thread inserted just now has no runs
 			var err error
 			if active, err = tx.ActiveRuns(ctx, r.ThreadID); err != nil {
