@@ -3,6 +3,7 @@ package graphserver_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -279,4 +280,83 @@ func TestAuthDeleteAssistantThreads(t *testing.T) {
 	require.Equal(t, 1, n, "bob's thread stays")
 	_, err = srv.GetAssistant(ann, a.AssistantID)
 	requireCode(t, err, graphserver.ENOTFOUND)
+}
+
+// TestAuthCopyStampsCopy checks that a thread copy is a threads:create of
+// the copy (wire contract §7.6): the handler sees the metadata the copy
+// gets, and what it stamps there is set on the copy, as on any thread it
+// creates.
+func TestAuthCopyStampsCopy(t *testing.T) {
+	t.Parallel()
+	var seen graphserver.Metadata
+	auth := graphserver.NewAuth(noAuthenticator).
+		On("threads", "create", func(ctx context.Context, ev *graphserver.AuthEvent) (graphserver.Filter, error) {
+			v := ev.Value.(*graphserver.ThreadCreate)
+			seen = maps.Clone(v.Metadata)
+			if v.Metadata == nil {
+				v.Metadata = graphserver.Metadata{}
+			}
+			v.Metadata["owner"] = ev.User.Identity
+			v.Metadata["copies"] = "stamped"
+			return nil, nil
+		})
+	srv := newAuthServer(t, auth)
+	ann := asUser(t.Context(), "ann")
+	src, err := srv.CreateThread(ann, graphserver.ThreadCreate{Metadata: graphserver.Metadata{"topic": "x"}})
+	require.NoError(t, err)
+	require.Equal(t, "stamped", src.Metadata["copies"])
+	_, err = srv.UpdateThread(ann, src.ThreadID, graphserver.ThreadPatch{Metadata: graphserver.Metadata{"copies": "edited"}})
+	require.NoError(t, err)
+
+	cp, err := srv.CopyThread(ann, src.ThreadID)
+	require.NoError(t, err)
+	require.Equal(t, graphserver.Metadata{"topic": "x", "owner": "ann", "copies": "edited"}, seen,
+		"the handler sees the source's metadata, which the copy gets")
+	require.Equal(t, "stamped", cp.Metadata["copies"], "the stamp is on the returned copy")
+	got, err := srv.GetThread(ann, cp.ThreadID)
+	require.NoError(t, err)
+	require.Equal(t, graphserver.Metadata{"topic": "x", "owner": "ann", "copies": "stamped"}, got.Metadata)
+	src2, err := srv.GetThread(ann, src.ThreadID)
+	require.NoError(t, err)
+	require.Equal(t, "edited", src2.Metadata["copies"], "the source is left as it was")
+}
+
+// TestAuthStoreValueFilters checks store access filters on item values
+// (langgraph-api merges them into the store filter): a delete of an item
+// the filter hides does nothing, and namespaces are listed only through
+// items the caller may read.
+func TestAuthStoreValueFilters(t *testing.T) {
+	t.Parallel()
+	auth := graphserver.NewAuth(noAuthenticator).
+		On("store", "*", func(ctx context.Context, ev *graphserver.AuthEvent) (graphserver.Filter, error) {
+			if ev.Action == "put" {
+				return nil, nil
+			}
+			return graphserver.Filter{"owner": ev.User.Identity}, nil
+		})
+	srv := newAuthServer(t, auth)
+	ann, bob := asUser(t.Context(), "ann"), asUser(t.Context(), "bob")
+	put := func(ns []string, key, owner string) {
+		require.NoError(t, srv.PutItem(ann, graphserver.ItemPut{Namespace: ns, Key: key, Value: graphserver.Object{"owner": owner}}))
+	}
+	put([]string{"shared"}, "a", "ann")
+	put([]string{"shared"}, "b", "bob")
+	put([]string{"ann", "notes"}, "n", "ann")
+
+	ns, err := srv.ListNamespaces(bob, graphserver.NamespaceList{})
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"shared"}}, ns)
+	ns, err = srv.ListNamespaces(ann, graphserver.NamespaceList{MaxDepth: 1})
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"ann"}, {"shared"}}, ns)
+
+	require.NoError(t, srv.DeleteItem(bob, []string{"shared"}, "a"), "hidden: as missing")
+	it, err := srv.GetItem(ann, []string{"shared"}, "a", nil)
+	require.NoError(t, err)
+	require.NotNil(t, it, "bob's delete of ann's item did nothing")
+	require.NoError(t, srv.DeleteItem(bob, []string{"shared"}, "b"))
+	it, err = srv.GetItem(bob, []string{"shared"}, "b", nil)
+	require.NoError(t, err)
+	require.Nil(t, it, "bob deleted his own item")
+	require.NoError(t, srv.DeleteItem(bob, []string{"nowhere"}, "x"), "a missing item is not an error")
 }

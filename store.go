@@ -407,11 +407,21 @@ func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string)
 	if err != nil {
 		return err
 	}
-	if len(f) > len(keysOnly(f)) {
-		return Errorf(EINTERNAL, "Access filters on item values are not supported on store delete.")
-	}
-	if ok, err := matchItem(namespace, key, nil, f); err != nil || !ok {
+	if ok, err := matchItem(namespace, key, nil, keysOnly(f)); err != nil || !ok {
 		return err // hidden: as missing, and deleting a missing item does nothing
+	}
+	if len(f) > len(keysOnly(f)) {
+		// Conditions on the value: the item decides. Read without
+		// refreshing its TTL, as the delete would not.
+		it, err := st.GetItem(ctx, namespace, key, s.itemClock(), false)
+		if ErrorCode(err) == ENOTFOUND {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if ok, err := matchItem(it.Namespace, it.Key, it.Value, f); err != nil || !ok {
+			return err
+		}
 	}
 	return st.DeleteItem(ctx, namespace, key)
 }
@@ -521,8 +531,6 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	labels, rest, err := namespaceLabels(authz)
 	if err != nil {
 		return nil, err
-	} else if len(rest) > 0 {
-		return nil, Errorf(EINTERNAL, "Access filters on item values are not supported on store list_namespaces.")
 	}
 	// The labels before the first wildcard narrow the query; the rest is
 	// matched here.
@@ -530,7 +538,12 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	if i := slices.Index(literal, storeWildcard); i >= 0 {
 		literal = literal[:i]
 	}
-	all, err := st.ListItemNamespaces(ctx, slices.Clone(literal), s.itemClock())
+	var all [][]string
+	if len(rest) == 0 {
+		all, err = st.ListItemNamespaces(ctx, slices.Clone(literal), s.itemClock())
+	} else {
+		all, err = s.namespacesOfMatchingItems(ctx, literal, labels, rest)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -551,6 +564,42 @@ func (s *Server) ListNamespaces(ctx context.Context, req NamespaceList) ([][]str
 	}
 	out = out[req.Offset:]
 	return out[:min(limit, len(out))], nil
+}
+
+// namespacesOfMatchingItems lists the namespaces under prefix, holding
+// labels, of the items whose values match the access filter conditions
+// authz: a caller sees a namespace only through an item it may read. It
+// reads the matching items page by page, without refreshing their TTLs.
+func (s *Server) namespacesOfMatchingItems(ctx context.Context, prefix, labels []string, authz Filter) ([][]string, error) {
+	conds, err := parseItemFilter(authz)
+	if err != nil {
+		return nil, fmt.Errorf("store access filter: %w", err)
+	}
+	seen := map[string]bool{}
+	var out [][]string
+	const page = SearchLimitMax
+	for offset := 0; ; offset += page {
+		items, err := s.storage.SearchItems(ctx, &ItemQuery{
+			NamespacePrefix: slices.Clone(prefix),
+			NamespaceLabels: labels,
+			Conditions:      conds,
+			Limit:           page,
+			Offset:          offset,
+			Now:             s.itemClock(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if k := strings.Join(it.Namespace, "\x00"); !seen[k] {
+				seen[k] = true
+				out = append(out, it.Namespace)
+			}
+		}
+		if len(items) < page {
+			return out, nil
+		}
+	}
 }
 
 // storeAuth asks the access-control hook (authFilter) about a store action.

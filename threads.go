@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -506,16 +508,60 @@ func (s *Server) CopyThread(ctx context.Context, id string) (*Thread, error) {
 		return nil, err
 	}
 	// The copy is a thread the caller creates: threads:create decides on
-	// it. It gets the source's metadata, so its filter is not applied.
+	// it, seeing the metadata the copy gets (the source's), and what the
+	// handler stamps on that metadata (an owner, say) is set on the copy,
+	// as on any created thread. Its filter is not applied: the id is new.
 	newID := uuid.NewString()
-	if _, err := s.authFilter(ctx, "threads", "create", &ThreadCreate{ThreadID: newID}); err != nil {
-		return nil, err
+	var stamped Metadata
+	if s.auth != nil {
+		src, err := s.storage.GetThread(ctx, id, filter)
+		if err != nil {
+			return nil, copySourceError(err, id, filter)
+		}
+		create := &ThreadCreate{ThreadID: newID, Metadata: maps.Clone(src.Metadata)}
+		if _, err := s.authFilter(ctx, "threads", "create", create); err != nil {
+			return nil, err
+		}
+		stamped = changedKeys(src.Metadata, create.Metadata)
 	}
-	t, err := s.storage.CopyThread(ctx, id, newID, s.clock(), filter)
+	now := s.clock()
+	t, err := s.storage.CopyThread(ctx, id, newID, now, filter)
+	if err != nil {
+		return nil, copySourceError(err, id, filter)
+	}
+	if len(stamped) > 0 {
+		// A second write: a crash between the two leaves a copy without
+		// the stamps, which an owner filter hides (fails closed).
+		if t, err = s.storage.UpdateThread(ctx, newID, &ThreadPatch{Metadata: stamped}, now, nil); err != nil {
+			return nil, err
+		}
+	}
+	return withoutTTL(t, nil), nil
+}
+
+// copySourceError is the error of a copy whose source is missing: 404 when
+// an access filter may hide it, else 409 as the LangGraph server answers.
+func copySourceError(err error, id string, filter Filter) error {
 	if ErrorCode(err) == ENOTFOUND && filter == nil {
-		return nil, Errorf(ECONFLICT, "Thread with ID %s not found", id)
+		return Errorf(ECONFLICT, "Thread with ID %s not found", id)
 	}
-	return withoutTTL(t, nil), err
+	return err
+}
+
+// changedKeys returns the keys of after whose values differ from before's
+// (added or replaced), or nil when there are none.
+func changedKeys(before, after Metadata) Metadata {
+	var out Metadata
+	for k, v := range after {
+		if old, ok := before[k]; ok && reflect.DeepEqual(old, v) {
+			continue
+		}
+		if out == nil {
+			out = Metadata{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // PruneThreads deletes the given threads (strategy delete, the default) or

@@ -292,7 +292,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 		created = db.now()
 	}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created)
+		return putCheckpoint(ctx, tx, cp, created, nil)
 	})
 }
 
@@ -325,10 +325,26 @@ func arrayInner(data []byte) (inner []byte, ok bool) {
 	return bytes.TrimSpace(data[1 : len(data)-1]), true
 }
 
+// runLease names the run whose lease a checkpoint write needs (holdsRun).
+type runLease struct{ runID, owner string }
+
+// checkpointKnownQuery reads what putCheckpoint needs to know: the thread
+// key, the channels of the parent and of the checkpoint replaced, the mid of
+// the shared metadata, and (?6, ?7: a run id and its lease owner) whether
+// that lease is held, so that a run's checkpoint write checks its lease
+// without a statement of its own.
+const checkpointKnownQuery = `SELECT t.tid,
+		(SELECT channels FROM checkpoints WHERE tid = t.tid AND checkpoint_ns = ?1 AND checkpoint_id = ?2) AS parent,
+		(SELECT channels FROM checkpoints WHERE tid = t.tid AND checkpoint_ns = ?1 AND checkpoint_id = ?3) AS self,
+		(SELECT mid FROM checkpoint_metadata WHERE tid = t.tid AND json = ?4) AS mid,
+		?6 IS NULL OR EXISTS (SELECT 1 FROM runs WHERE run_id = ?6 AND lease_owner = ?7 AND status = 'running') AS held
+	FROM checkpoint_threads AS t WHERE t.thread_id = ?5`
+
 // putCheckpoint writes cp (validated) in tx: one query for what it needs to
 // know (thread key, channels of the parent and of the checkpoint replaced,
-// shared metadata), one statement per new blob, one for the row.
-func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointRecord, created time.Time) error {
+// shared metadata, the lease of run when not nil: ENOTFOUND when it is not
+// held), one statement per new blob, one for the row.
+func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointRecord, created time.Time, run *runLease) error {
 	inline, shared, runFlag, err := splitMetadata(cp.Metadata, cp.RunID)
 	if err != nil {
 		return err
@@ -342,19 +358,28 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointR
 		Parent sql.NullString `db:"parent"`
 		Self   sql.NullString `db:"self"`
 		MID    sql.NullInt64  `db:"mid"`
+		Held   bool           `db:"held"`
 	}
-	err = tx.GetContext(ctx, &known, `SELECT t.tid,
-			(SELECT channels FROM checkpoints WHERE tid = t.tid AND checkpoint_ns = ?1 AND checkpoint_id = ?2) AS parent,
-			(SELECT channels FROM checkpoints WHERE tid = t.tid AND checkpoint_ns = ?1 AND checkpoint_id = ?3) AS self,
-			(SELECT mid FROM checkpoint_metadata WHERE tid = t.tid AND json = ?4) AS mid
-		FROM checkpoint_threads AS t WHERE t.thread_id = ?5`,
-		cp.NS, checkpointID(cp.ParentCheckpointID), checkpointID(cp.CheckpointID), shared, cp.ThreadID)
+	var runID, owner sql.NullString
+	if run != nil {
+		runID, owner = sql.NullString{String: run.runID, Valid: true}, sql.NullString{String: run.owner, Valid: true}
+	}
+	err = tx.GetContext(ctx, &known, checkpointKnownQuery,
+		cp.NS, checkpointID(cp.ParentCheckpointID), checkpointID(cp.CheckpointID), shared, cp.ThreadID, runID, owner)
 	if errors.Is(err, sql.ErrNoRows) {
+		// The thread's first checkpoint: the lease is checked alone.
+		if run != nil {
+			if err := holdsRun(ctx, tx, run.runID, run.owner); err != nil {
+				return err
+			}
+		}
 		if known.TID, err = ensureThreadKey(ctx, tx, cp.ThreadID); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return fmt.Errorf("put checkpoint: %w", err)
+	} else if !known.Held {
+		return leaseLost(run.runID)
 	}
 	tid := known.TID
 	mid := known.MID.Int64
@@ -525,11 +550,9 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *gra
 	if created.IsZero() {
 		created = db.now()
 	}
+	lease := &runLease{runID: runID, owner: owner}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		if err := holdsRun(ctx, tx, runID, owner); err != nil {
-			return err
-		}
-		return putCheckpoint(ctx, tx, cp, created)
+		return putCheckpoint(ctx, tx, cp, created, lease)
 	})
 }
 
@@ -557,11 +580,16 @@ func holdsRun(ctx context.Context, tx *sqlx.Tx, runID, owner string) error {
 	var n int
 	err := tx.GetContext(ctx, &n, `SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, runID, owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
+		return leaseLost(runID)
 	} else if err != nil {
 		return fmt.Errorf("check lease of run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// leaseLost is the ENOTFOUND of a write by a run whose lease is not held.
+func leaseLost(runID string) error {
+	return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
 }
 
 func validWrites(writes []graphserver.PendingWrite) error {
@@ -1078,5 +1106,5 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
 		cp.NewBlobs = append(cp.NewBlobs, graphserver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
 	}
-	return putCheckpoint(ctx, tx, cp, cp.CreatedAt)
+	return putCheckpoint(ctx, tx, cp, cp.CreatedAt, nil)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -12,12 +13,21 @@ import (
 // failed run looks in a client (the chat page shows the error).
 const failCommand = "/fail"
 
+// askCommand is the message that makes the chat graph ask a question
+// (graph.Interrupt) and wait for the answer, to show an interrupt answered
+// from a client (the chat page shows the question and an answer box).
+const askCommand = "/ask"
+
+// askQuestion is the question /ask interrupts with.
+const askQuestion = "What should I say?"
+
 // chatGraph returns the example "chat" graph: its state is a list of
 // messages, and its one node answers the last human message, streaming the
 // reply word by word (stream_mode "messages-tuple" shows the tokens) with
 // tokenDelay between words, as a chat model would. A real program would call
 // a chat model here, with the node's context, so that cancelling the run
-// stops it. The message "/fail" makes the node fail.
+// stops it. The message "/fail" makes the node fail; "/ask" interrupts the
+// run with a question and repeats the answer it is resumed with.
 func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 	g := graph.New(graph.Channels{"messages": graph.AddMessages()})
 	g.AddNode("chat", func(ctx context.Context, s graph.State) (any, error) {
@@ -28,8 +38,18 @@ func chatGraph(tokenDelay time.Duration) (*graph.Compiled, error) {
 		if strings.TrimSpace(last) == failCommand {
 			return nil, chatError("the chat graph failed, as asked by " + failCommand)
 		}
+		said := "You said: " + last
+		if strings.TrimSpace(last) == askCommand {
+			// The node runs again from its start when the run resumes;
+			// Interrupt then returns the answer.
+			answer, err := graph.Interrupt(ctx, askQuestion)
+			if err != nil {
+				return nil, err
+			}
+			said = fmt.Sprintf("You answered: %v", answer)
+		}
 		reply := graph.StreamMessage(ctx, "")
-		for i, word := range strings.Fields("You said: " + last) {
+		for i, word := range strings.Fields(said) {
 			// A cancelled run stops the node between tokens, as a model
 			// call would stop when its request context ends.
 			if err := context.Cause(ctx); err != nil {

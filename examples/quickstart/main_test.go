@@ -152,3 +152,38 @@ func TestQuickstartCancelStopsReply(t *testing.T) {
 	require.NotContains(t, fmt.Sprint(after["values"]), "You said", "no partial reply is kept")
 	require.NotEqual(t, "busy", after["status"])
 }
+
+// TestQuickstartAsk: "/ask" pauses the run at an interrupt asking a
+// question; resuming with an answer streams "You answered: <answer>".
+func TestQuickstartAsk(t *testing.T) {
+	t.Parallel()
+	q := start(t, filepath.Join(t.TempDir(), "gs.db"))
+	var th map[string]any
+	require.Equal(t, http.StatusOK, do(t, "POST", q.URL+"/threads", `{}`, &th))
+	tid := th["thread_id"].(string)
+	var out map[string]any
+	require.Equal(t, http.StatusOK, do(t, "POST", q.URL+"/threads/"+tid+"/runs/wait",
+		`{"assistant_id":"chat","input":{"messages":[{"role":"human","content":"/ask"}]}}`, &out))
+	var st struct {
+		Values     map[string]any `json:"values"`
+		Interrupts map[string][]struct {
+			Value any `json:"value"`
+		} `json:"interrupts"`
+		Status string `json:"status"`
+	}
+	require.Equal(t, http.StatusOK, do(t, "GET", q.URL+"/threads/"+tid, "", &st))
+	require.Equal(t, "interrupted", st.Status)
+	var asked []any
+	for _, list := range st.Interrupts {
+		for _, in := range list {
+			asked = append(asked, in.Value)
+		}
+	}
+	require.Equal(t, []any{askQuestion}, asked)
+
+	require.Equal(t, http.StatusOK, do(t, "POST", q.URL+"/threads/"+tid+"/runs/wait",
+		`{"assistant_id":"chat","command":{"resume":"hello there"}}`, &out))
+	msgs := out["messages"].([]any)
+	require.Len(t, msgs, 2)
+	require.Equal(t, "You answered: hello there", msgs[1].(map[string]any)["content"])
+}

@@ -126,11 +126,13 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.St
 			setup(b, st)
 		}
 		b.ReportAllocs()
+		cpu := cpuMeter(b)
 		var i int64
 		for b.Loop() {
 			i++
 			op(b, st, i, 0)
 		}
+		cpu()
 	})
 	b.Run(name+"/parallel", func(b *testing.B) {
 		st := open(b)
@@ -139,6 +141,8 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.St
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := cpuMeter(b)
+		defer cpu()
 		var n, workers atomic.Int64
 		b.SetParallelism(max(1, benchParallelism/runtime.GOMAXPROCS(0)))
 		b.RunParallel(func(pb *testing.PB) {
@@ -148,6 +152,19 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.St
 			}
 		})
 	})
+}
+
+// cpuMeter starts counting the process's CPU time; the function it returns
+// reports it per operation as cpu-ns/op. Unlike ns/op, CPU time hardly
+// depends on what else the machine runs, so it compares runs made under
+// different loads (the storage's background goroutines count too).
+func cpuMeter(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if used := processCPU() - start; start > 0 && b.N > 0 {
+			b.ReportMetric(float64(used)/float64(b.N), "cpu-ns/op")
+		}
+	}
 }
 
 const (

@@ -518,6 +518,10 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 				ChannelVersions: map[string]string{"x": id}, NewBlobs: []graphserver.ChannelBlob{blob("x", id, "", `1`)}}
 		}
 		writes := []graphserver.PendingWrite{{TaskID: "a", Channel: "x", Value: json.RawMessage(`1`)}}
+		// The thread's first checkpoint and a later one check the lease alike.
+		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "other", cp("c0")), graphserver.ENOTFOUND)
+		_, err = b.st.GetCheckpoint(ctx, "t1", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
 		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w1", cp("c1")))
 		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "other", cp("c2")), graphserver.ENOTFOUND)
 

@@ -1,6 +1,8 @@
 // Drives the chat page (/chat/ of examples/quickstart) in headless Chromium
 // through playwright-core: send, token-by-token streaming, a second message,
-// reload, Stop, a failing run, and switching threads. Needs a Chromium
+// reload, Stop, a failing run, switching threads, an interrupt (/ask)
+// answered from the page; then the same page on protocol v2
+// (?protocol=v2, ?protocol=v2-websocket). Needs a Chromium
 // binary (CHROMIUM_PATH, default /usr/bin/chromium): .ci/run installs
 // Debian's; without one the tests are skipped with a message. On failure a
 // screenshot is saved to a temp folder (its path is printed).
@@ -240,6 +242,130 @@ test("the thread list switches threads", { skip }, async () => {
   await page.waitForFunction(() => document.querySelectorAll("[data-testid=message]").length === 2);
   assert.deepEqual(await texts(), ["a brand new thread", "You said: a brand new thread"]);
 });
+
+test("an interrupt's question is answered from the page", { skip }, async () => {
+  await page.getByTestId("new-thread").click();
+  await page.waitForFunction(() => document.querySelectorAll("[data-testid=message]").length === 0);
+  await askAndAnswer("legacy answer");
+});
+
+// askAndAnswer sends /ask on a new thread (the quickstart's chat graph
+// interrupts with a question), answers it from the page and checks the
+// reply and the thread's state.
+async function askAndAnswer(answer) {
+  await send("/ask");
+  const question = page.getByTestId("interrupt");
+  await question.waitFor();
+  assert.equal(await question.textContent(), "What should I say?");
+  const thread = threadParam();
+  assert.equal((await api(`/threads/${thread}`)).status, "interrupted");
+  await page.getByTestId("answer").fill(answer);
+  await page.getByTestId("respond").click();
+  await page.waitForFunction((a) => [...document.querySelectorAll("[data-testid=message]")].some((m) => m.textContent === `You answered: ${a}`), answer);
+  await idle();
+  assert.deepEqual(await texts(), ["/ask", `You answered: ${answer}`]);
+  assert.equal(await page.getByTestId("interrupt").count(), 0, "the question is gone");
+  const state = await api(`/threads/${thread}/state`);
+  assert.deepEqual(state.values.messages.map((m) => m.content), ["/ask", `You answered: ${answer}`]);
+  assert.deepEqual(state.next, []);
+}
+
+// Protocol v2: the same page on @langchain/react's useStream
+// (?protocol=v2: commands on /threads/{id}/commands, events as SSE from
+// /threads/{id}/stream/events; ?protocol=v2-websocket: events over a
+// WebSocket).
+for (const protocol of ["v2", "v2-websocket"]) {
+  test(`${protocol}: send streams the reply token by token, and a reload keeps the history`, { skip }, async (t) => {
+    // What the page asks of the server: protocol-v2 commands, events over
+    // SSE or a WebSocket, no legacy run streams.
+    const asked = [];
+    const onRequest = (r) => asked.push(`${r.method()} ${new URL(r.url()).pathname.replace(/[0-9a-f-]{36}/g, "{id}")}`);
+    const sockets = [];
+    const onSocket = (ws) => {
+      sockets.push(new URL(ws.url()).pathname.replace(/[0-9a-f-]{36}/g, "{id}"));
+      ws.on("framesent", (f) => { try { asked.push(`WS ${JSON.parse(f.payload).method}`); } catch {} });
+    };
+    page.on("request", onRequest);
+    page.on("websocket", onSocket);
+    t.after(() => { page.off("request", onRequest); page.off("websocket", onSocket); });
+    await page.goto(`${server.url}/chat/?protocol=${protocol}`);
+    await idle();
+    assert.equal(await page.getByTestId("protocol").textContent(), protocol);
+    assert.equal(await messages().count(), 0);
+    await recordAIText();
+    await send(first);
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=message]").length === 2);
+    await page.waitForFunction((t) => [...document.querySelectorAll("[data-testid=message][data-type=ai]")].at(-1)?.textContent === t, "You said: " + first);
+    await idle();
+    assert.deepEqual(await texts(), [first, "You said: " + first]);
+    const seen = await page.evaluate(() => window.__seen);
+    assert.ok(seen.length >= 5, `partial replies seen: ${JSON.stringify(seen)}`);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].startsWith(seen[i - 1]), JSON.stringify(seen));
+    const thread = threadParam();
+    assert.match(thread ?? "", /^[0-9a-f-]{36}$/);
+
+    // A second message goes to the same thread; the page shows its state.
+    await send("and a second one");
+    await page.waitForFunction(() => [...document.querySelectorAll("[data-testid=message]")].at(-1)?.textContent === "You said: and a second one");
+    await idle();
+    assert.equal(threadParam(), thread);
+    const state = await api(`/threads/${thread}/state`);
+    assert.deepEqual(await texts(), state.values.messages.map((m) => m.content));
+    assert.equal(state.values.messages.length, 4);
+    const runs = await api(`/threads/${thread}/runs`);
+    assert.deepEqual(runs.map((r) => r.status), ["success", "success"], "two ordinary runs");
+    assert.ok(!asked.some((a) => a.includes("/runs/stream") || a.endsWith("/stream")), asked.join("\n"));
+    if (protocol === "v2") {
+      assert.ok(asked.includes("POST /threads/{id}/commands"), asked.join("\n"));
+      assert.ok(asked.includes("POST /threads/{id}/stream/events"), asked.join("\n"));
+    } else {
+      assert.ok(sockets.includes("/threads/{id}/stream/events"), `sockets: ${sockets}`);
+      assert.ok(asked.includes("WS run.start") || asked.includes("POST /threads/{id}/commands"), asked.join("\n"));
+      assert.ok(asked.includes("WS subscription.subscribe"), asked.join("\n"));
+    }
+
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=message]").length === 4);
+    assert.deepEqual(await texts(), state.values.messages.map((m) => m.content));
+  });
+
+  test(`${protocol}: an interrupt's question is answered from the page (input.respond)`, { skip }, async () => {
+    await page.getByTestId("new-thread").click();
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=message]").length === 0);
+    await askAndAnswer(`${protocol} answer`);
+  });
+
+  test(`${protocol}: a failing run shows its error`, { skip }, async () => {
+    await send("/fail");
+    const error = page.getByTestId("error");
+    await error.waitFor();
+    assert.match(await error.textContent(), /failed, as asked/);
+    await idle();
+  });
+
+  test(`${protocol}: Stop cancels the run started by run.start`, { skip }, async () => {
+    await page.getByTestId("new-thread").click();
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=message]").length === 0);
+    const long = Array.from({ length: longWords }, (_, i) => `w${i}`).join(" ");
+    await send(long);
+    await page.waitForFunction(() => {
+      const ai = [...document.querySelectorAll("[data-testid=message][data-type=ai]")].at(-1);
+      return ai && /w3\b/.test(ai.textContent);
+    });
+    await page.getByTestId("stop").click();
+    await idle();
+    const thread = threadParam();
+    let runs;
+    for (let i = 0; i < 200; i++) {
+      runs = await api(`/threads/${thread}/runs`);
+      if (runs[0].status !== "running" && runs[0].status !== "pending") break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(runs[0].status, "interrupted");
+    const state = await api(`/threads/${thread}/state`);
+    assert.deepEqual(state.values.messages.map((m) => m.content), [long], "no reply kept");
+  });
+}
 
 test("the API reference renders at /docs", { skip }, async () => {
   await page.goto(server.url + "/docs");
