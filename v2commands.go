@@ -2,6 +2,7 @@ package graphserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,7 @@ const (
 
 // threadCommands are the commands ThreadCommand serves. (The subscription
 // commands are served by the WebSocket transport itself.)
-var threadCommands = []string{CommandRunStart, CommandInputRespond, CommandStateGet, CommandStateListCheckpoints, CommandStateFork, CommandAgentGetTree}
+var threadCommands = []string{CommandRunStart, CommandInputRespond, CommandInputInject, CommandStateGet, CommandStateListCheckpoints, CommandStateFork, CommandAgentGetTree}
 
 // Protocol-v2 error codes (the "error" of an error reply).
 const (
@@ -46,6 +47,7 @@ const (
 	maxInterruptIDBytes     = 512  // an interrupt or checkpoint id
 	maxRespondEntries       = 256  // responses of one input.respond
 	maxListCheckpointsLimit = 1000 // state.listCheckpoints limit
+	maxInjectNameBytes      = 512  // input.inject message name
 )
 
 // ThreadCommand is one protocol-v2 command: {"id", "method", "params"}.
@@ -108,13 +110,21 @@ func CommandErrorCode(err error) string {
 
 // ThreadCommand executes a protocol-v2 command on a thread:
 //
-//   - run.start {assistant_id, input?, config?, metadata?} starts a run on
-//     the thread, creating the thread when it is missing (committed before
-//     it returns); when the thread waits at an interrupt, input is the
-//     resume value (Command{resume: input}). Result {run_id}.
+//   - run.start {assistant_id, input?, config?, metadata?,
+//     multitaskStrategy?} starts a run on the thread, creating the thread
+//     when it is missing (committed before it returns); when the thread
+//     waits at an interrupt, input is the resume value (Command{resume:
+//     input}). On a busy thread the multitask strategy (default the
+//     server's, enqueue) applies, as the JS SDK's submit sends it. Result
+//     {run_id}.
 //   - input.respond {interrupt_id, namespace, response} (or {responses:
 //     [{interrupt_id, namespace, response}, ...]}) resumes the thread's
 //     interrupted run with the responses, by interrupt id. Result {run_id}.
+//   - input.inject {namespace: [], message: {role: "user"|"system",
+//     content, name?}} adds a message to the thread's messages while its
+//     agent runs: a run with input {messages: [message]} queued after the
+//     active run (multitask enqueue; at once when none is active). Only
+//     the root namespace takes input. Result {run_id}.
 //   - state.get {namespace?} returns {values, checkpoint: {id, ns}}.
 //   - state.listCheckpoints {namespace?, limit?, before?} returns
 //     {checkpoints: [{id, timestamp, step, node_name?, metadata}]}.
@@ -142,6 +152,11 @@ func (s *Server) ThreadCommand(ctx context.Context, threadID string, cmd ThreadC
 			Input       json.RawMessage `json:"input"`
 			Config      Object          `json:"config"`
 			Metadata    Metadata        `json:"metadata"`
+			// The JS SDK's submit sends multitaskStrategy (camel case, as
+			// LangGraph's servers read it); multitask_strategy as the run
+			// endpoints spell it.
+			MultitaskStrategy  string `json:"multitaskStrategy"`
+			MultitaskStrategy2 string `json:"multitask_strategy"`
 		}
 		if err := decodeParams(params, &p); err != nil {
 			return nil, err
@@ -149,9 +164,12 @@ func (s *Server) ThreadCommand(ctx context.Context, threadID string, cmd ThreadC
 		if p.AssistantID == "" {
 			return nil, cmdErr(CodeInvalidArgument, EINVALID, "run.start needs params.assistant_id.")
 		}
-		return s.v2StartRun(ctx, id, RunCreate{AssistantID: p.AssistantID, Input: p.Input, Config: p.Config, Metadata: p.Metadata}, true)
+		return s.v2StartRun(ctx, id, RunCreate{AssistantID: p.AssistantID, Input: p.Input, Config: p.Config, Metadata: p.Metadata,
+			MultitaskStrategy: cmp.Or(p.MultitaskStrategy, p.MultitaskStrategy2)}, true)
 	case CommandInputRespond:
 		return s.v2Respond(ctx, id, params)
+	case CommandInputInject:
+		return s.v2Inject(ctx, id, params)
 	case CommandStateGet:
 		var p struct {
 			Namespace []string `json:"namespace"`
@@ -242,8 +260,6 @@ func (s *Server) ThreadCommand(ctx context.Context, threadID string, cmd ThreadC
 		return &ThreadCommandResult{Result: map[string]any{"tree": map[string]any{"namespace": []string{}, "status": status, "graph_name": graphID}}, AppliedThroughSeq: s.rq.logs.hub.seq.Load()}, nil
 	case CommandSubscriptionSubscribe, CommandSubscriptionUnsub, CommandSubscriptionReconnect:
 		return nil, cmdErr(CodeNotSupported, EBADREQUEST, "%s is a WebSocket command: over HTTP, subscribe with POST /threads/{thread_id}/stream/events.", cmd.Method)
-	case CommandInputInject:
-		return nil, cmdErr(CodeNotSupported, EBADREQUEST, "input.inject is not supported: graphserver does not inject input into a running graph.")
 	case "":
 		return nil, cmdErr(CodeInvalidArgument, EINVALID, "A command needs a method.")
 	}
@@ -373,4 +389,59 @@ func (s *Server) v2Respond(ctx context.Context, threadID string, params json.Raw
 		return nil, err
 	}
 	return s.v2StartRun(ctx, threadID, RunCreate{AssistantID: threadAssistant(t), Command: &RunCommand{Resume: b}, Config: p.Config, Metadata: p.Metadata}, false)
+}
+
+// v2Inject adds a message to a thread's messages while its agent runs: a
+// run with input {messages: [message]} queued behind the active run. A
+// graph cannot take input in the middle of a step, so the message is
+// applied where LangGraph applies input sent to a busy thread with the
+// enqueue strategy: after the active run, before anything sent later.
+func (s *Server) v2Inject(ctx context.Context, threadID string, params json.RawMessage) (*ThreadCommandResult, error) {
+	var p struct {
+		Namespace []string `json:"namespace"`
+		Message   *struct {
+			Role    string  `json:"role"`
+			Content *string `json:"content"`
+			Name    string  `json:"name"`
+		} `json:"message"`
+		Config   Object   `json:"config"`
+		Metadata Metadata `json:"metadata"`
+	}
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkNamespace(p.Namespace); err != nil {
+		return nil, invalidArg(err)
+	}
+	if len(p.Namespace) > 0 {
+		return nil, cmdErr(CodeNotSupported, EBADREQUEST, "input.inject takes input at the root namespace [] only: a subgraph's input comes from its parent graph.")
+	}
+	if p.Message == nil || p.Message.Content == nil {
+		return nil, cmdErr(CodeInvalidArgument, EINVALID, "input.inject needs params.message {role, content}.")
+	}
+	if p.Message.Role != "user" && p.Message.Role != "system" {
+		return nil, cmdErr(CodeInvalidArgument, EINVALID, "message.role must be user or system.")
+	}
+	if len(p.Message.Name) > maxInjectNameBytes {
+		return nil, cmdErr(CodeInvalidArgument, EINVALID, "message.name has at most %d bytes.", maxInjectNameBytes)
+	}
+	t, err := s.stateThread(ctx, threadID, "create_run")
+	if err != nil {
+		if ErrorCode(err) == ENOTFOUND {
+			return nil, cmdErr(CodeNoSuchRun, ENOTFOUND, "Thread %s not found: start a run with run.start first.", threadID)
+		}
+		return nil, err
+	}
+	if t.Status == ThreadInterrupted {
+		return nil, cmdErr(CodeInvalidArgument, ECONFLICT, "Thread %s waits at an interrupt: answer it with input.respond.", threadID)
+	}
+	msg := map[string]any{"role": p.Message.Role, "content": *p.Message.Content}
+	if p.Message.Name != "" {
+		msg["name"] = p.Message.Name
+	}
+	in, err := json.Marshal(map[string]any{"messages": []any{msg}})
+	if err != nil {
+		return nil, err
+	}
+	return s.v2StartRun(ctx, threadID, RunCreate{AssistantID: threadAssistant(t), Input: in, Config: p.Config, Metadata: p.Metadata, MultitaskStrategy: MultitaskEnqueue}, false)
 }

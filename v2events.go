@@ -159,13 +159,25 @@ type v2Translator struct {
 	paused     bool
 	errMsg     string
 	runID      string
+	// queued are runs whose first event (metadata, appended when a run is
+	// created) came while another run of the thread was under way: a run
+	// queued behind it (multitask enqueue, input.inject) or replacing it
+	// (interrupt, rollback). Each starts, in order, when the run before
+	// it ends, so that its events never cut into another run's.
+	queued []string
 }
 
 func nsKey(ns []string) string { return strings.Join(ns, "|") }
 
 // reset starts a new run.
 func (t *v2Translator) reset(runID string) {
-	*t = v2Translator{runID: runID, childOpen: map[string]bool{}, interrupts: map[string]bool{}}
+	*t = v2Translator{runID: runID, childOpen: map[string]bool{}, interrupts: map[string]bool{}, queued: t.queued}
+}
+
+// start is the root lifecycle "running" event of a run that starts.
+func (t *v2Translator) start(runID string) []v2Raw {
+	t.reset(runID)
+	return []v2Raw{{method: ChannelLifecycle, data: map[string]any{"event": "running", "run_id": runID}}}
 }
 
 // translate returns the events one stream part of a run makes. status is
@@ -188,13 +200,30 @@ func (t *v2Translator) translate(event string, data json.RawMessage, status stri
 		}
 		_ = json.Unmarshal(data, &m)
 		if m.Status == "run_done" {
-			return t.end(status)
+			if m.RunID != "" && t.runID != "" && m.RunID != t.runID {
+				// A queued run ended (cancelled, deleted) before it started.
+				t.queued = slices.DeleteFunc(t.queued, func(id string) bool { return id == m.RunID })
+				return nil
+			}
+			out := t.end(status)
+			if len(t.queued) > 0 {
+				next := t.queued[0]
+				t.queued = t.queued[1:]
+				out = append(out, t.start(next)...)
+			}
+			return out
 		}
 		if m.Status != "" {
 			return nil
 		}
-		t.reset(m.RunID)
-		return []v2Raw{{method: ChannelLifecycle, data: map[string]any{"event": "running", "run_id": m.RunID}}}
+		if t.runID != "" && m.RunID != t.runID {
+			if !slices.Contains(t.queued, m.RunID) {
+				t.queued = append(t.queued, m.RunID)
+			}
+			return nil
+		}
+		t.queued = slices.DeleteFunc(t.queued, func(id string) bool { return id == m.RunID })
+		return t.start(m.RunID)
 	case "error":
 		var e struct {
 			Error   string `json:"error"`

@@ -125,7 +125,8 @@ type handler struct {
 	logger  *slog.Logger
 	metrics *metrics // nil unless Options.Metrics
 	spec    specCache
-	streams atomic.Int64 // streaming responses open (limitStreams)
+	streams atomic.Int64  // streaming responses open (limitStreams)
+	wsSubs  wsSubRegistry // protocol-v2 WebSocket subscriptions, for subscription.reconnect
 }
 
 // New returns an http.Handler serving srv's API. It is safe for concurrent

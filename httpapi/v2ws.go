@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -21,6 +22,8 @@ const (
 	maxWSSubscriptions = 64               // subscriptions open on one socket
 	wsWriteTimeout     = 30 * time.Second // a frame the client does not take in this time ends the socket
 	wsSentMemory       = 4096             // event ids remembered per socket to send each event once
+	wsSubsMemory       = 16 << 20         // bytes of subscription filters remembered for subscription.reconnect
+	maxRunIDBytes      = 512              // run_id and last_event_id of subscription.reconnect
 )
 
 // threadEventsSocket handles GET /threads/{thread_id}/stream/events
@@ -29,7 +32,9 @@ const (
 // ({id, method, params}); subscription.subscribe {channels, namespaces?,
 // depth?} answers {subscription_id} and sends the matching events (those
 // of the latest run from its start, then live) as text frames,
-// subscription.unsubscribe {subscription_id} stops them, and every other
+// subscription.unsubscribe {subscription_id} stops them,
+// subscription.reconnect {run_id, last_event_id?, subscriptions?} restores
+// subscriptions a previous socket made (see reconnect), and every other
 // command is executed as POST /threads/{id}/commands would. An event
 // matching several subscriptions of the socket goes out once. A request
 // that is no WebSocket upgrade is answered 426.
@@ -81,11 +86,10 @@ type wsSession struct {
 	threadID string
 	wg       sync.WaitGroup
 
-	mu     sync.Mutex
-	subs   map[string]context.CancelFunc // subscription id -> stop
-	nextID int
-	sent   *sentSet
-	wmu    sync.Mutex // one frame at a time, so an event and its check-and-send are atomic
+	mu   sync.Mutex
+	subs map[string]context.CancelFunc // subscription id -> stop
+	sent *sentSet
+	wmu  sync.Mutex // one frame at a time, so an event and its check-and-send are atomic
 }
 
 // command executes one command frame.
@@ -102,17 +106,11 @@ func (ws *wsSession) command(ctx context.Context, cmd graphserver.ThreadCommand)
 		if full {
 			return commandReply{Type: "error", ID: cmd.ID, Error: graphserver.CodeInvalidArgument, Message: "At most " + strconv.Itoa(maxWSSubscriptions) + " subscriptions per socket."}
 		}
-		st, err := ws.h.srv.SubscribeThreadEvents(ctx, ws.threadID, req)
-		if err != nil {
+		id := "sub-" + rand.Text()
+		if err := ws.start(ctx, id, req); err != nil {
 			return commandReply{Type: "error", ID: cmd.ID, Error: graphserver.CommandErrorCode(err), Message: graphserver.ErrorMessage(err)}
 		}
-		sctx, stop := context.WithCancel(ctx)
-		ws.mu.Lock()
-		ws.nextID++
-		id := "sub-" + strconv.Itoa(ws.nextID)
-		ws.subs[id] = stop
-		ws.mu.Unlock()
-		ws.wg.Go(func() { ws.pump(sctx, st) })
+		ws.h.wsSubs.remember(id, ws.threadID, req)
 		return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{"subscription_id": id}, Meta: &commandMeta{AppliedThroughSeq: ws.h.srv.ThreadEventSeq()}}
 	case graphserver.CommandSubscriptionUnsub:
 		var p struct {
@@ -129,11 +127,139 @@ func (ws *wsSession) command(ctx context.Context, cmd graphserver.ThreadCommand)
 		stop()
 		return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{}}
 	case graphserver.CommandSubscriptionReconnect:
-		// Subscriptions live as long as the socket: a new socket
-		// subscribes again and is replayed the latest run.
-		return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{"restored": false}}
+		return ws.reconnect(ctx, cmd)
 	}
 	return ws.h.runCommand(ctx, ws.threadID, cmd)
+}
+
+// start subscribes the socket to the thread's events matching req under
+// the subscription id id.
+func (ws *wsSession) start(ctx context.Context, id string, req graphserver.ThreadEventsRequest) error {
+	st, err := ws.h.srv.SubscribeThreadEvents(ctx, ws.threadID, req)
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	ws.mu.Lock()
+	ws.subs[id] = stop
+	ws.mu.Unlock()
+	ws.wg.Go(func() { ws.pump(sctx, st) })
+	return nil
+}
+
+// reconnect serves subscription.reconnect {run_id, last_event_id?,
+// subscriptions?}: a client whose socket broke opens a new one and asks
+// for the subscriptions it had (by id) with the events it missed. Each
+// subscription this process remembers for the thread is restored under
+// its id, replaying the events after last_event_id (without it, the
+// latest run's from its start), then live. The result says whether every
+// subscription asked for was restored; those that were not (unknown, made
+// on another process, or forgotten) the client subscribes again. run_id
+// must name a run of the thread.
+func (ws *wsSession) reconnect(ctx context.Context, cmd graphserver.ThreadCommand) commandReply {
+	fail := func(code, msg string) commandReply {
+		return commandReply{Type: "error", ID: cmd.ID, Error: code, Message: msg}
+	}
+	var p struct {
+		RunID         string   `json:"run_id"`
+		LastEventID   string   `json:"last_event_id"`
+		Subscriptions []string `json:"subscriptions"`
+	}
+	if err := json.Unmarshal(orEmptyObject(cmd.Params), &p); err != nil {
+		return fail(graphserver.CodeInvalidArgument, "Invalid params: subscription.reconnect takes {run_id, last_event_id?, subscriptions?}.")
+	}
+	if p.RunID == "" || len(p.RunID) > maxRunIDBytes || len(p.LastEventID) > maxRunIDBytes {
+		return fail(graphserver.CodeInvalidArgument, "subscription.reconnect needs params.run_id.")
+	}
+	if len(p.Subscriptions) > maxWSSubscriptions {
+		return fail(graphserver.CodeInvalidArgument, "subscriptions lists at most "+strconv.Itoa(maxWSSubscriptions)+" subscription ids.")
+	}
+	var since *int64
+	if p.LastEventID != "" {
+		// Event ids are their seq (see graphserver.ThreadEvent).
+		n, err := strconv.ParseInt(p.LastEventID, 10, 64)
+		if err != nil || n < 0 {
+			return fail(graphserver.CodeInvalidArgument, "last_event_id must be the event_id of an event of this thread.")
+		}
+		since = &n
+	}
+	if _, err := ws.h.srv.GetRun(ctx, ws.threadID, p.RunID); err != nil {
+		return fail(graphserver.CommandErrorCode(err), graphserver.ErrorMessage(err))
+	}
+	restored := []string{}
+	for _, id := range p.Subscriptions {
+		ws.mu.Lock()
+		_, open := ws.subs[id]
+		full := len(ws.subs) >= maxWSSubscriptions
+		ws.mu.Unlock()
+		if open {
+			restored = append(restored, id)
+			continue
+		}
+		req, ok := ws.h.wsSubs.lookup(id, ws.threadID)
+		if !ok || full {
+			continue
+		}
+		req.Since = since
+		if err := ws.start(ctx, id, req); err != nil {
+			return fail(graphserver.CommandErrorCode(err), graphserver.ErrorMessage(err))
+		}
+		restored = append(restored, id)
+	}
+	return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{
+		"restored":      len(p.Subscriptions) > 0 && len(restored) == len(p.Subscriptions),
+		"subscriptions": restored,
+	}, Meta: &commandMeta{AppliedThroughSeq: ws.h.srv.ThreadEventSeq()}}
+}
+
+// wsSubRegistry remembers the filters of this process's recent WebSocket
+// subscriptions, by subscription id, so that subscription.reconnect on a
+// new socket can restore them. The oldest are forgotten once the filters
+// take more than wsSubsMemory bytes. The zero value is ready to use.
+type wsSubRegistry struct {
+	mu    sync.Mutex
+	m     map[string]wsSubRecord
+	order []string // ids, oldest first
+	bytes int
+}
+
+type wsSubRecord struct {
+	threadID string
+	req      graphserver.ThreadEventsRequest
+	size     int
+}
+
+// remember records subscription id's filter.
+func (r *wsSubRegistry) remember(id, threadID string, req graphserver.ThreadEventsRequest) {
+	req.Since = nil
+	b, _ := json.Marshal(req)
+	size := len(b) + len(id) + len(threadID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]wsSubRecord{}
+	}
+	r.m[id] = wsSubRecord{threadID: threadID, req: req, size: size}
+	r.order = append(r.order, id)
+	r.bytes += size
+	for r.bytes > wsSubsMemory && len(r.order) > 0 {
+		old := r.order[0]
+		r.order = r.order[1:]
+		r.bytes -= r.m[old].size
+		delete(r.m, old)
+	}
+}
+
+// lookup returns the filter of subscription id, if it was made on
+// threadID and is remembered.
+func (r *wsSubRegistry) lookup(id, threadID string) (graphserver.ThreadEventsRequest, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.m[id]
+	if !ok || rec.threadID != threadID {
+		return graphserver.ThreadEventsRequest{}, false
+	}
+	return rec.req, true
 }
 
 // pump sends a subscription's events until it is stopped or the socket

@@ -134,6 +134,27 @@ test("tools_agent: tool-started and tool-finished at the root namespace", async 
   }
 });
 
+test("input.inject: a message sent while the agent runs is added after its run (a queued run)", async () => {
+  const thread = client.threads.stream({ assistantId: "tools_agent" });
+  try {
+    await thread.run.start({ input: { messages: [{ role: "human", content: "search for v3" }] } });
+    await thread.input.inject({ namespace: [], message: { role: "user", content: "and be brief" } });
+    let runs;
+    for (let i = 0; i < 500; i++) {
+      runs = await client.runs.list(thread.threadId);
+      if (runs.length === 2 && runs.every((r) => r.status === "success")) break;
+      await new Promise((ok) => setTimeout(ok, 20));
+    }
+    assert.deepEqual(runs.map((r) => r.status), ["success", "success"]);
+    const state = await client.threads.getState(thread.threadId);
+    assert.deepEqual(state.values.messages.filter((m) => m.type === "human").map((m) => m.content), ["search for v3", "and be brief"]);
+    // A namespace below the root takes no input.
+    await assert.rejects(thread.input.inject({ namespace: ["tools:1"], message: { role: "user", content: "x" } }), /root namespace/);
+  } finally {
+    await thread.close();
+  }
+});
+
 test("deep_agent: the researcher subagent runs at one segment tools:<task_id>", async () => {
   const thread = client.threads.stream({ assistantId: "deep_agent" });
   try {

@@ -492,7 +492,7 @@ func TestWebSocket(t *testing.T) {
 	thread := uuid.NewString()
 	a := dialWS(t, base, thread)
 	b := dialWS(t, base, thread)
-	a.send(t, 1, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "input"}})
+	sub1 := a.send(t, 1, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "input"}})["result"].(map[string]any)["subscription_id"].(string)
 	a.send(t, 2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "custom"}})
 	b.send(t, 1, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "input", "custom"}})
 	a.send(t, 3, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput})
@@ -517,9 +517,9 @@ func TestWebSocket(t *testing.T) {
 	b.until(t, rootLifecycle("completed"))
 
 	// Unsubscribing twice: the second is no_such_subscription.
-	r := a.send(t, 5, "subscription.unsubscribe", map[string]any{"subscription_id": "sub-1"})
+	r := a.send(t, 5, "subscription.unsubscribe", map[string]any{"subscription_id": sub1})
 	require.Equal(t, "success", r["type"])
-	raw, _ := json.Marshal(map[string]any{"id": 6, "method": "subscription.unsubscribe", "params": map[string]any{"subscription_id": "sub-1"}})
+	raw, _ := json.Marshal(map[string]any{"id": 6, "method": "subscription.unsubscribe", "params": map[string]any{"subscription_id": sub1}})
 	require.NoError(t, a.c.Write(t.Context(), websocket.MessageText, raw))
 	rep := <-a.replies
 	require.Equal(t, "error", rep["type"])
@@ -530,4 +530,185 @@ func TestWebSocket(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUpgradeRequired, resp.StatusCode)
+}
+
+// wsReply sends a command on the socket and returns its reply, success or
+// error.
+func (ws *wsConn) reply(t *testing.T, id int, method string, params any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+	require.NoError(t, err)
+	require.NoError(t, ws.c.Write(t.Context(), websocket.MessageText, b))
+	select {
+	case r := <-ws.replies:
+		require.EqualValues(t, id, r["id"])
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply")
+		return nil
+	}
+}
+
+// TestWebSocketReconnect: subscription.reconnect (protocol spec: "For
+// WebSocket, subscription.reconnect serves the same purpose" as since on
+// SSE). A socket subscribes, starts the agent and breaks after a few
+// events; a new socket restores the subscription by id with the last event
+// id it processed and gets the rest: the events before the break plus
+// those after it are, in order, exactly a full replay's, none lost or
+// repeated; the run then resumes to completion on the new socket.
+func TestWebSocketReconnect(t *testing.T) {
+	t.Parallel()
+	base := testServer(t)
+	thread := uuid.NewString()
+	filter := map[string]any{"channels": []string{"lifecycle", "input", "custom", "messages", "values"}}
+	a := dialWS(t, base, thread)
+	sub := a.send(t, 1, "subscription.subscribe", filter)["result"].(map[string]any)["subscription_id"].(string)
+	runID := a.send(t, 2, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput})["result"].(map[string]any)["run_id"].(string)
+	n := 0
+	before := a.until(t, func(v2Event) bool { n++; return n == 4 })
+	a.c.CloseNow()
+
+	// Wait for the interrupt on a full replay (since 0), the reference.
+	full := openEvents(t, base, thread, map[string]any{"channels": filter["channels"], "since": 0}).until(t, rootLifecycle("interrupted"))
+
+	b := dialWS(t, base, thread)
+	r := b.send(t, 1, "subscription.reconnect", map[string]any{"run_id": runID, "last_event_id": before[len(before)-1].EventID, "subscriptions": []string{sub, "sub-unknown"}})
+	res := r["result"].(map[string]any)
+	require.Equal(t, false, res["restored"], "one of the two is unknown")
+	require.Equal(t, []any{sub}, res["subscriptions"])
+	after := b.until(t, rootLifecycle("interrupted"))
+	require.Equal(t, ids(full), append(ids(before), ids(after)...), "no event lost or repeated")
+
+	// The restored subscription stays live: the resumed run's events come.
+	var intr string
+	for _, ev := range full {
+		if ev.Method == "input.requested" {
+			intr = ev.Params.Data["interrupt_id"].(string)
+		}
+	}
+	b.send(t, 2, "input.respond", map[string]any{"interrupt_id": intr, "namespace": []string{}, "response": "yes"})
+	done := b.until(t, rootLifecycle("completed", "failed"))
+	require.Equal(t, "completed", done[len(done)-1].Params.Data["event"])
+
+	// Restoring all that was asked for says restored; a subscription of
+	// another thread is not restored here; bad params are refused.
+	c := dialWS(t, base, thread)
+	r = c.send(t, 1, "subscription.reconnect", map[string]any{"run_id": runID, "last_event_id": full[len(full)-1].EventID, "subscriptions": []string{sub}})
+	require.Equal(t, true, r["result"].(map[string]any)["restored"])
+	other := dialWS(t, base, uuid.NewString())
+	r = other.reply(t, 1, "subscription.reconnect", map[string]any{"run_id": runID, "subscriptions": []string{sub}})
+	require.Equal(t, "error", r["type"], "the run is not on that thread: %v", r)
+	require.Equal(t, "no_such_run", r["error"])
+	for _, bad := range []map[string]any{{}, {"run_id": runID, "last_event_id": "x"}, {"run_id": runID, "subscriptions": make([]string, 65)}} {
+		r = c.reply(t, 2, "subscription.reconnect", bad)
+		require.Equal(t, "invalid_argument", r["error"], "%v: %v", bad, r)
+	}
+}
+
+// TestInputInject: input.inject {namespace: [], message} adds a message to
+// a thread while its agent runs, as a run with input {messages: [message]}
+// queued after the active one (the protocol's "unsolicited user input
+// injection while the agent is running"). Bad params and a thread that
+// waits at an interrupt are refused and change nothing.
+func TestInputInject(t *testing.T) {
+	t.Parallel()
+	base := testServer(t)
+	thread := uuid.NewString()
+	ev := openEvents(t, base, thread, map[string]any{"channels": []string{"lifecycle"}})
+	command(t, base, thread, 1, "run.start", map[string]any{"assistant_id": "tools_agent", "input": map[string]any{"messages": []any{map[string]any{"role": "human", "content": "search for v3"}}}})
+	rep := command(t, base, thread, 2, "input.inject", map[string]any{"namespace": []string{}, "message": map[string]any{"role": "user", "content": "and be brief", "name": "ann"}})
+	injected := rep["result"].(map[string]any)["run_id"].(string)
+	first := ev.until(t, rootLifecycle("completed", "failed"))
+	require.Equal(t, rep["result"], map[string]any{"run_id": injected})
+	require.NotEqual(t, injected, first[len(first)-1].Params.Data["run_id"])
+	done := ev.until(t, rootLifecycle("completed", "failed"))
+	require.Equal(t, "completed", done[len(done)-1].Params.Data["event"])
+	require.Equal(t, injected, done[len(done)-1].Params.Data["run_id"], "the injected run ran after the first")
+
+	var state struct {
+		Values struct {
+			Messages []map[string]any `json:"messages"`
+		} `json:"values"`
+	}
+	getJSON(t, base+"/threads/"+thread+"/state", &state)
+	var human []string
+	for _, m := range state.Values.Messages {
+		if m["type"] == "human" {
+			human = append(human, m["content"].(string))
+			if m["content"] == "and be brief" {
+				require.Equal(t, "ann", m["name"])
+			}
+		}
+	}
+	require.Equal(t, []string{"search for v3", "and be brief"}, human)
+
+	bad := []struct {
+		thread string
+		params map[string]any
+		code   string
+		status int
+	}{
+		{thread, map[string]any{"namespace": []string{"tools:1"}, "message": map[string]any{"role": "user", "content": "x"}}, "not_supported", http.StatusBadRequest},
+		{thread, map[string]any{"namespace": []string{}, "message": map[string]any{"role": "assistant", "content": "x"}}, "invalid_argument", http.StatusUnprocessableEntity},
+		{thread, map[string]any{"namespace": []string{}}, "invalid_argument", http.StatusUnprocessableEntity},
+		{thread, map[string]any{"message": "x"}, "invalid_argument", http.StatusUnprocessableEntity},
+		{uuid.NewString(), map[string]any{"namespace": []string{}, "message": map[string]any{"role": "user", "content": "x"}}, "no_such_run", http.StatusNotFound},
+	}
+	for _, b := range bad {
+		status, out := commandError(t, base, b.thread, 3, "input.inject", b.params)
+		require.Equal(t, b.status, status, "%v: %v", b.params, out)
+		require.Equal(t, b.code, out["error"], "%v: %v", b.params, out)
+	}
+	var runs []map[string]any
+	getJSON(t, base+"/threads/"+thread+"/runs", &runs)
+	require.Len(t, runs, 2, "refused commands made no run")
+
+	// A thread waiting at an interrupt takes input.respond, not input.inject.
+	paused := uuid.NewString()
+	w := openEvents(t, base, paused, map[string]any{"channels": []string{"lifecycle"}})
+	command(t, base, paused, 1, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput})
+	w.until(t, rootLifecycle("interrupted"))
+	status, out := commandError(t, base, paused, 2, "input.inject", map[string]any{"namespace": []string{}, "message": map[string]any{"role": "user", "content": "x"}})
+	require.Equal(t, http.StatusConflict, status, "%v", out)
+	require.Equal(t, "invalid_argument", out["error"])
+}
+
+// TestRunStartMultitaskStrategy: run.start honours multitaskStrategy (the
+// JS SDK's submit sends it) and refuses an unknown one.
+func TestRunStartMultitaskStrategy(t *testing.T) {
+	t.Parallel()
+	base := testServer(t)
+	thread := uuid.NewString()
+	status, out := commandError(t, base, thread, 1, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput, "multitaskStrategy": "sometimes"})
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", out)
+	require.Equal(t, "invalid_argument", out["error"])
+	rep := command(t, base, thread, 2, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput, "multitaskStrategy": "reject"})
+	var run map[string]any
+	getJSON(t, base+"/threads/"+thread+"/runs/"+rep["result"].(map[string]any)["run_id"].(string), &run)
+	require.Equal(t, "reject", run["multitask_strategy"])
+}
+
+// commandError posts a command expected to fail and returns the status and
+// the error reply.
+func commandError(t *testing.T, base, threadID string, id int, method string, params any) (int, map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+	require.NoError(t, err)
+	resp, err := http.Post(base+"/threads/"+threadID+"/commands", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, "error", out["type"], "%v", out)
+	require.EqualValues(t, id, out["id"])
+	return resp.StatusCode, out
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 }
