@@ -367,6 +367,17 @@ func (s *Server) v2Respond(ctx context.Context, threadID string, params json.Raw
 			pending[in.ID] = true
 		}
 	}
+	if t.Status == ThreadBusy {
+		// The run that interrupted is still ending (its input.requested
+		// event goes out before the thread records the interrupt): its
+		// checkpoint already holds the interrupt, as LangGraph's does, and
+		// the resuming run is queued behind it.
+		if st, err := s.GetThreadState(ctx, threadID, ThreadStateQuery{}); err == nil {
+			for _, in := range st.Interrupts {
+				pending[in.ID] = true
+			}
+		}
+	}
 	resume := map[string]json.RawMessage{}
 	for _, e := range entries {
 		if e.InterruptID == "" || len(e.InterruptID) > maxInterruptIDBytes {
@@ -388,7 +399,7 @@ func (s *Server) v2Respond(ctx context.Context, threadID string, params json.Raw
 	if err != nil {
 		return nil, err
 	}
-	return s.v2StartRun(ctx, threadID, RunCreate{AssistantID: threadAssistant(t), Command: &RunCommand{Resume: b}, Config: p.Config, Metadata: p.Metadata}, false)
+	return s.v2StartRun(ctx, threadID, RunCreate{AssistantID: threadAssistant(t), Command: &RunCommand{Resume: b}, Config: p.Config, Metadata: p.Metadata, MultitaskStrategy: MultitaskEnqueue}, false)
 }
 
 // v2Inject adds a message to a thread's messages while its agent runs: a

@@ -9,7 +9,9 @@
 #   bench/run.sh -only threads
 set -euo pipefail
 cd "$(dirname "$0")"
-[ -d node_modules ] || npm ci --no-audit --no-fund </dev/null >&2
+# npm install --no-save, not npm ci: the lock lacks the other platforms'
+# optional tailwind binaries (langgraph-ui's), which npm ci insists on.
+[ -d node_modules ] || npm install --no-save --no-audit --no-fund </dev/null >&2
 bin="$(mktemp -d)"
 log="$bin/langgraphjs.log"
 go build -o "$bin/loadtest" ../examples/loadtest

@@ -36,9 +36,13 @@
 // no Location, as the JS dev server does) with Last-Event-ID, and drops an
 // event repeating the last id it delivered, so no event is lost or repeated.
 //
+// Protocol v2 (the SDKs' thread-centric client.threads.stream): commands
+// with Threads.Command (StartRun, Respond), a thread's events as
+// graphserver.ThreadEvent values with Threads.Events (SSE) or
+// Threads.EventsWebSocket, which reconnect with since = the last seq.
+//
 // Limits: the JS dev server answers crons and some routes with 500 or 404;
-// those errors surface as they are. Protocol v2 (/threads/{id}/commands,
-// /stream/events) is not covered.
+// those errors surface as they are.
 //
 // A Client is safe for concurrent use.
 package client
@@ -57,6 +61,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphserver/graphserver"
@@ -151,6 +156,7 @@ type Client struct {
 	retries    int
 	backoff    time.Duration
 	reconnects int
+	commandID  atomic.Int64 // ids of protocol-v2 commands
 }
 
 // New returns a Client for opts. It does no I/O. It fails when the URL is

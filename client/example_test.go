@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -129,4 +130,69 @@ func ExampleRemoteGraph_Node() {
 	// Output:
 	// [review] publish v1?
 	// [] map[approved:true draft:v1]
+}
+
+// Protocol v2, as the SDKs' client.threads.stream: the client makes up a
+// thread id, follows the thread's events before the thread exists, starts
+// a run with run.start (which creates the thread), answers the graph's
+// interrupt with input.respond and sees the run complete.
+func ExampleThreads_Events() {
+	review := graph.New(graph.Channels{"draft": graph.LastValue(), "approved": graph.LastValue()})
+	review.AddNode("ask", func(ctx context.Context, s graph.State) (any, error) {
+		answer, err := graph.Interrupt(ctx, "publish "+s.String("draft")+"?")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Update{"approved": answer == "yes"}, nil
+	})
+	review.AddEdge(graph.Start, "ask")
+	g, _ := review.Compile(graph.CompileOptions{})
+	url, stop := serve(map[string]graphserver.Graph{"review": g})
+	defer stop()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := client.New(client.Options{URL: url})
+	if err != nil {
+		panic(err)
+	}
+	thread := "0c6ae7d2-8a3e-4d55-9f0e-2b7c8f1d4e61"
+	events := c.Threads.Events(ctx, thread, graphserver.ThreadEventsRequest{Channels: []string{"lifecycle", "input"}})
+	next, done := iter.Pull2(events)
+	defer done()
+	if _, err := c.Threads.StartRun(ctx, thread, client.RunStart{AssistantID: "review", Input: map[string]any{"draft": "v1"}}); err != nil {
+		panic(err)
+	}
+	for ev, err, _ := next(); ; ev, err, _ = next() {
+		if err != nil {
+			panic(err)
+		}
+		var data struct {
+			Event       string `json:"event"`
+			InterruptID string `json:"interrupt_id"`
+			Value       any    `json:"value"`
+		}
+		_ = json.Unmarshal(ev.Data, &data)
+		switch {
+		case ev.Method == "input.requested":
+			fmt.Println("asked:", data.Value)
+			if _, err := c.Threads.Respond(ctx, thread, client.InterruptResponse{InterruptID: data.InterruptID, Response: "yes"}); err != nil {
+				panic(err)
+			}
+		case ev.Method == "lifecycle":
+			fmt.Println("run", data.Event)
+		}
+		if data.Event == "completed" {
+			break
+		}
+	}
+	st, _ := c.Threads.GetState(ctx, thread, graphserver.ThreadStateQuery{})
+	fmt.Println(st.Values)
+	// Output:
+	// run running
+	// asked: publish v1?
+	// run interrupted
+	// run running
+	// run completed
+	// map[approved:true draft:v1]
 }

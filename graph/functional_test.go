@@ -707,3 +707,46 @@ func TestTaskCache(t *testing.T) {
 	run("t3", `4`)
 	require.Equal(t, int32(2), calls.Load(), "another argument runs it")
 }
+
+// A message a task or an entrypoint returns streams in messages-tuple mode
+// under the task's (entrypoint's) name, once, as a node's output does (LangGraph pregel/_messages.py
+// StreamMessagesHandler.on_chain_end runs on every task's output, the
+// functional API's tasks included: a message, a list, or an object's
+// values). A task's input is its arguments, not an object, so
+// on_chain_start marks none of its messages seen: a message a task gets
+// and returns streams under the task's name too.
+func TestTaskReturnedMessagesStream(t *testing.T) {
+	t.Parallel()
+	withID := func(m graph.Message, id string) graph.Message { m.ID = id; return m }
+	answer := graph.NewTask("answer", func(ctx context.Context, q string) (graph.Message, error) {
+		return withID(graph.AI("answer to "+q), "a1"), nil
+	})
+	notes := graph.NewTask("notes", func(ctx context.Context, q string) (map[string]any, error) {
+		return map[string]any{"list": []any{withID(graph.AI("note"), "n1")}, "n": 1}, nil
+	})
+	echo := graph.NewTask("echo", func(ctx context.Context, m graph.Message) (graph.Message, error) {
+		return m, nil
+	})
+	g := graph.Entrypoint("agent", func(ctx context.Context, input any) (any, error) {
+		m, err := answer.Call(ctx, input.(string)).Result()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := notes.Call(ctx, "x").Result(); err != nil {
+			return nil, err
+		}
+		if _, err := echo.Call(ctx, withID(graph.Human("given"), "h1")).Result(); err != nil {
+			return nil, err
+		}
+		return withID(graph.AI("final: "+m.Text()), "f1"), nil
+	})
+	h := newHarness(t, g)
+	rec := h.input(`"q"`, "messages-tuple")
+	var got []string
+	for _, ev := range rec.of("messages") {
+		pair := ev.([]any)
+		m := pair[0].(map[string]any)
+		got = append(got, pair[1].(map[string]any)["langgraph_node"].(string)+":"+m["id"].(string)+":"+m["content"].(string))
+	}
+	require.Equal(t, []string{"answer:a1:answer to q", "notes:n1:note", "echo:h1:given", "agent:f1:final: answer to q"}, got)
+}

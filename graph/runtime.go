@@ -185,7 +185,7 @@ func (rc *runCtx) taskEnd(r *runner, t *task, step int, out any) {
 		// emitted with the step's end (see run)
 	case t.errRec == nil:
 		r.emit("updates", map[string]any{t.name: r.g.outputUpdates(t.writes)})
-		rc.outputMessages(r, t, step)
+		rc.outputMessages(r, t, step, out)
 	}
 	var errStr any
 	if t.errRec != nil {
@@ -250,8 +250,11 @@ func messagesIn(v any) []Message {
 // outputMessages emits the messages a node returned that were not streamed
 // (StreamMessagesHandler.on_chain_end): those it wrote to a messages
 // channel, and those found in any other value of its update (each update
-// of a list of Commands), whether or not a channel keeps them.
-func (rc *runCtx) outputMessages(r *runner, t *task, step int) {
+// of a list of Commands), whether or not a channel keeps them. A task of
+// the functional API writes no channel: its result out is searched the
+// same way (the handler's on_chain_end sees every task's output: a
+// message, a list of messages, or the values of an object).
+func (rc *runCtx) outputMessages(r *runner, t *task, step int, out any) {
 	if !(rc.modes["messages-tuple"] || rc.modes["messages"]) || !r.visible() {
 		return
 	}
@@ -267,11 +270,22 @@ func (rc *runCtx) outputMessages(r *runner, t *task, step int) {
 	if !ok {
 		updates = []any{t.update}
 	}
+	// whole is true when the output is a value, not channel updates: a
+	// task's result, or the update of a graph whose state is one value (an
+	// entrypoint's return)
+	whole := t.call != nil || r.g.root
+	if t.call != nil {
+		updates = []any{out}
+	}
 	for _, u := range updates {
-		o, _ := u.(map[string]any)
+		o, isObject := u.(map[string]any)
+		if !isObject || (whole && len(messagesIn(u)) > 0) {
+			found = append(found, messagesIn(u)...)
+			continue
+		}
 		for _, k := range slices.Sorted(maps.Keys(o)) {
-			if c := r.g.channels[k]; c != nil && c.kind == kindMessages {
-				continue
+			if c := r.g.channels[k]; !whole && c != nil && c.kind == kindMessages {
+				continue // counted with the writes
 			}
 			found = append(found, messagesIn(o[k])...)
 		}

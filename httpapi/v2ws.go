@@ -143,7 +143,7 @@ func (ws *wsSession) start(ctx context.Context, id string, req graphserver.Threa
 	ws.mu.Lock()
 	ws.subs[id] = stop
 	ws.mu.Unlock()
-	ws.wg.Go(func() { ws.pump(sctx, st) })
+	ws.wg.Go(func() { ws.pump(sctx, ctx, st) })
 	return nil
 }
 
@@ -262,10 +262,12 @@ func (r *wsSubRegistry) lookup(id, threadID string) (graphserver.ThreadEventsReq
 	return rec.req, true
 }
 
-// pump sends a subscription's events until it is stopped or the socket
-// ends; an event already sent on the socket (for another subscription) is
-// not sent again.
-func (ws *wsSession) pump(ctx context.Context, st *graphserver.ThreadEventStream) {
+// pump sends a subscription's events until it is stopped (ctx) or the
+// socket ends; an event already sent on the socket (for another
+// subscription) is not sent again. Writes are bound by the socket's
+// context (wctxBase), not the subscription's: unsubscribing while a frame
+// is being written must not cut the frame, which would end the socket.
+func (ws *wsSession) pump(ctx, wctxBase context.Context, st *graphserver.ThreadEventStream) {
 	defer func() {
 		if v := recover(); v != nil {
 			ws.h.logger.Error("websocket subscription panicked", slog.Any("panic", v))
@@ -287,7 +289,7 @@ func (ws *wsSession) pump(ctx context.Context, st *graphserver.ThreadEventStream
 		fresh := ws.sent.add(ev.Seq)
 		var werr error
 		if fresh {
-			wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+			wctx, cancel := context.WithTimeout(wctxBase, wsWriteTimeout)
 			werr = ws.conn.Write(wctx, websocket.MessageText, b)
 			cancel()
 		}

@@ -37,6 +37,7 @@ type checkpointRow struct {
 	MetadataRunID      bool           `db:"metadata_run_id"`
 	Channels           string         `db:"channels"`
 	Body               string         `db:"body"`
+	HasWrites          bool           `db:"has_writes"`
 }
 
 // checkpointID is an id column of the checkpoint tables (checkpoint ids and
@@ -136,8 +137,13 @@ func createdAtColumn(id string, created time.Time) sql.NullString {
 }
 
 // checkpointSelect selects checkpointRow columns; add a WHERE on c.
+// has_writes tells whether the checkpoint has pending writes, so that
+// loadCheckpoint reads them only then (most checkpoints, the latest one a
+// run starts from among them, have none).
 const checkpointSelect = `SELECT c.tid, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.run_id, c.created_at,
-	c.metadata, m.json AS shared, c.metadata_run_id, c.channels, c.body
+	c.metadata, m.json AS shared, c.metadata_run_id, c.channels, c.body,
+	EXISTS (SELECT 1 FROM checkpoint_writes AS w
+		WHERE w.tid = c.tid AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id) AS has_writes
 	FROM checkpoints AS c LEFT JOIN checkpoint_metadata AS m ON m.tid = c.tid AND m.mid = c.shared_metadata`
 
 // isForeignKey reports whether err is a FOREIGN KEY violation.
@@ -715,6 +721,10 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	}
 	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs); err != nil {
 		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
+	}
+	cp.PendingWrites = []graphserver.PendingWrite{}
+	if !r.HasWrites {
+		return cp, nil
 	}
 	if cp.PendingWrites, err = loadWrites(ctx, q, r.TID, r.NS, cp.CheckpointID); err != nil {
 		return nil, err

@@ -496,9 +496,22 @@ func TestWebSocket(t *testing.T) {
 	a.send(t, 2, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "custom"}})
 	b.send(t, 1, "subscription.subscribe", map[string]any{"channels": []string{"lifecycle", "input", "custom"}})
 	a.send(t, 3, "run.start", map[string]any{"assistant_id": "agent", "input": agentInput})
-	ea := a.until(t, rootLifecycle("interrupted"))
-	eb := b.until(t, rootLifecycle("interrupted"))
-	require.Equal(t, ids(eb), ids(ea), "each socket gets every event once")
+	// Each subscription's events come in order; across the subscriptions
+	// of one socket they may interleave (socket a's input.requested can
+	// follow the interrupted lifecycle its other subscription sent), so
+	// read until both are in and compare the sets.
+	untilBoth := func() func(v2Event) bool {
+		var interrupted, input bool
+		return func(ev v2Event) bool {
+			interrupted = interrupted || rootLifecycle("interrupted")(ev)
+			input = input || isInput(ev)
+			return interrupted && input
+		}
+	}
+	ea := a.until(t, untilBoth())
+	eb := b.until(t, untilBoth())
+	require.ElementsMatch(t, ids(eb), ids(ea), "each socket gets every event once")
+	require.Len(t, eb, len(ea))
 	var intr string
 	customs := 0
 	for _, ev := range ea {

@@ -126,7 +126,7 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.St
 			setup(b, st)
 		}
 		b.ReportAllocs()
-		cpu := cpuMeter(b)
+		cpu := CPUMeter(b)
 		var i int64
 		for b.Loop() {
 			i++
@@ -141,7 +141,7 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.St
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := cpuMeter(b)
+		cpu := CPUMeter(b)
 		defer cpu()
 		var n, workers atomic.Int64
 		b.SetParallelism(max(1, benchParallelism/runtime.GOMAXPROCS(0)))
@@ -154,11 +154,12 @@ func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.St
 	})
 }
 
-// cpuMeter starts counting the process's CPU time; the function it returns
-// reports it per operation as cpu-ns/op. Unlike ns/op, CPU time hardly
-// depends on what else the machine runs, so it compares runs made under
-// different loads (the storage's background goroutines count too).
-func cpuMeter(b *testing.B) func() {
+// CPUMeter starts counting the process's CPU time; the function it returns
+// reports it per operation as cpu-ns/op. Unlike ns/op, CPU time depends
+// little on what else the machine runs, so it compares runs made under
+// different loads (the storage's background goroutines count too). On
+// systems where it cannot be read, nothing is reported.
+func CPUMeter(b *testing.B) func() {
 	start := processCPU()
 	return func() {
 		if used := processCPU() - start; start > 0 && b.N > 0 {
