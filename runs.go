@@ -1142,6 +1142,14 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 		return nil, nil, err
 	}
 	s.runChanged(RunEvent{RunID: runID, ThreadID: threadID, AssistantID: asst.AssistantID, Status: RunPending})
+	if s.rq.events != nil && !res.Claimed {
+		// The run waits in the queue: store its metadata event now, as its
+		// streams (here or elsewhere) read the stored log until a worker
+		// runs it, and a run cancelled while pending never is.
+		if err := s.rq.events.flush(ctx, log); err != nil {
+			s.logger.Warn("store run events", "run_id", runID, "err", err)
+		}
+	}
 	s.applyCancelled(res.Cancelled)
 	switch {
 	case res.Claimed:

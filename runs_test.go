@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -551,4 +552,57 @@ func TestLeaseLostToOtherProcess(t *testing.T) {
 	out, err := joined.Wait(a.ctx)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"done":true}`, string(out))
+}
+
+// TestPendingRunStream: a run waiting in the queue streams its metadata
+// event at once on every driver, and a run cancelled while pending replays
+// that event and nothing else. On PostgreSQL, where streams read the stored
+// event log, the event was kept only in the creating process's memory
+// until a worker started the run: its streams began empty and a run
+// cancelled while pending replayed nothing (found by internal/soaktest).
+func TestPendingRunStream(t *testing.T) {
+	t.Parallel()
+	drivers := []struct {
+		name string
+		open func(testing.TB) graphserver.Storage
+	}{{"SQLite", openSQLite}, {"PostgreSQL", openPostgres}}
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			srv, err := graphserver.New(graphserver.Options{Storage: d.open(t), Logger: slog.New(slog.DiscardHandler),
+				Graphs: map[string]graphserver.Graph{"echo": graphtest.Echo{}}})
+			require.NoError(t, err)
+			require.NoError(t, srv.Start(t.Context()))
+			t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(t.Context()))) })
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard: the events come at once
+			defer cancel()
+			th, err := srv.CreateThread(ctx, graphserver.ThreadCreate{})
+			require.NoError(t, err)
+			st, err := srv.StreamRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{}`),
+				AfterSeconds: 3600, StreamResumable: true})
+			require.NoError(t, err)
+			want := []graphserver.StreamEvent{{ID: "0", Event: "metadata", Data: json.RawMessage(`{"attempt":1,"run_id":"` + st.Run.RunID + `"}`)}}
+			var got []graphserver.StreamEvent
+			for ev, err := range st.Events(ctx) {
+				require.NoError(t, err)
+				got = append(got, ev)
+				if len(got) == 1 {
+					require.NoError(t, srv.CancelRun(ctx, th.ThreadID, st.Run.RunID, graphserver.CancelInterrupt))
+				}
+			}
+			require.Equal(t, want, got)
+
+			replay, err := srv.JoinRunStream(ctx, th.ThreadID, st.Run.RunID, graphserver.JoinStreamOptions{LastEventID: "-1"})
+			require.NoError(t, err)
+			got = nil
+			for ev, err := range replay.Events(ctx) {
+				require.NoError(t, err)
+				got = append(got, ev)
+			}
+			require.Equal(t, want, got)
+			run, err := srv.GetRun(ctx, th.ThreadID, st.Run.RunID)
+			require.NoError(t, err)
+			require.Equal(t, graphserver.RunInterrupted, run.Status)
+		})
+	}
 }

@@ -63,9 +63,12 @@ func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCr
 		} else if err != nil {
 			return err
 		}
-		active, err := tx.ActiveRuns(ctx, r.ThreadID)
-		if err != nil {
-			return err
+		var active []RunRef
+		if !inserted { // a thread inserted just now has no runs
+			var err error
+			if active, err = tx.ActiveRuns(ctx, r.ThreadID); err != nil {
+				return err
+			}
 		}
 		free := len(active) == 0 // no run of the thread stays pending or running
 		if !free {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 
@@ -34,8 +35,20 @@ func NewMemoryCheckpointer() *MemoryCheckpointer {
 	return &MemoryCheckpointer{cps: map[string]*graphserver.CheckpointRecord{}, order: map[string][]string{}, blobs: map[string]graphserver.ChannelBlob{}, writes: map[string][]graphserver.PendingWrite{}}
 }
 
+// key joins parts into a map key, each part prefixed with its length so
+// that distinct lists give distinct keys whatever the parts hold (a JSON
+// array would too, at the cost of an encoding per lookup).
 func key(parts ...string) string {
-	b, _ := json.Marshal(parts)
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 4
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = strconv.AppendInt(b, int64(len(p)), 10)
+		b = append(b, ':')
+		b = append(b, p...)
+	}
 	return string(b)
 }
 
