@@ -127,12 +127,16 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) er
 		created = db.now()
 	}
 	return db.writeTx(ctx, func(tx pgx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created)
+		return putCheckpoint(ctx, tx, cp, created, "", "")
 	})
 }
 
-// putCheckpoint writes cp (validated) in tx.
-func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, created time.Time) error {
+// putCheckpoint writes cp (validated) in tx; with a runID, only while
+// owner holds that run (holdsRun). What it reads (the lease, the thread,
+// the channels of the parent and replaced checkpoints, ids for the new
+// blobs) is one statement, and its inserts go with the commit (pipeTx):
+// two round trips in all.
+func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, created time.Time, runID, owner string) error {
 	metadata, err := jsoncol.Object(cp.Metadata)
 	if err != nil {
 		return err
@@ -142,22 +146,30 @@ func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, 
 		body = string(cp.Body)
 	}
 	type knownRow struct {
+		Held   bool    `db:"held"`
 		Exists bool    `db:"exists"`
 		Parent *string `db:"parent"`
 		Self   *string `db:"self"`
+		IDs    []int64 `db:"ids"`
 	}
+	// The run's row is share-locked first (holdsRun), for the rest of tx.
 	known, err := getRow[knownRow](ctx, tx, `SELECT
+			(? = '' OR EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running' FOR SHARE)) AS held,
 			EXISTS (SELECT 1 FROM threads WHERE thread_id = ?) AS exists,
 			(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?) AS parent,
-			(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?) AS self`,
-		cp.ThreadID, cp.ThreadID, cp.NS, cp.ParentCheckpointID, cp.ThreadID, cp.NS, cp.CheckpointID)
+			(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?) AS self,
+			(SELECT array_agg(nextval('checkpoint_blob_ids')) FROM generate_series(1, ?::int)) AS ids`,
+		runID, runID, owner, cp.ThreadID, cp.ThreadID, cp.NS, cp.ParentCheckpointID, cp.ThreadID, cp.NS, cp.CheckpointID, len(cp.NewBlobs))
 	if err != nil {
 		return fmt.Errorf("put checkpoint: %w", err)
+	}
+	if !known.Held {
+		return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
 	}
 	if !known.Exists {
 		return threadNotFound(cp.ThreadID)
 	}
-	p := placer{ctx: ctx, tx: tx, threadID: cp.ThreadID, ns: cp.NS, placed: map[[2]string]chanLoc{}}
+	p := placer{ctx: ctx, tx: tx, threadID: cp.ThreadID, ns: cp.NS, placed: map[[2]string]chanLoc{}, ids: known.IDs}
 	for _, chans := range []*string{known.Parent, known.Self} {
 		if chans == nil {
 			continue
@@ -190,7 +202,7 @@ func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, 
 	if err != nil {
 		return err
 	}
-	if _, err := exec(ctx, tx, `INSERT INTO checkpoints (thread_id, `+checkpointColumns+`)
+	if err := execLater(ctx, tx, `INSERT INTO checkpoints (thread_id, `+checkpointColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
 			parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
@@ -202,6 +214,18 @@ func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, 
 	return nil
 }
 
+// execLater runs a statement whose result matters only at commit: with a
+// pipeTx, it goes with the next statement or the commit (its error is
+// then the commit's).
+func execLater(ctx context.Context, tx pgx.Tx, query string, args ...any) error {
+	if t, ok := tx.(*pipeTx); ok {
+		t.deferExec(rebind(query), args...)
+		return nil
+	}
+	_, err := exec(ctx, tx, query, args...)
+	return err
+}
+
 // placer stores the blobs of one checkpoint.
 type placer struct {
 	ctx      context.Context
@@ -210,6 +234,7 @@ type placer struct {
 	ns       string
 	known    []map[string]chanLoc  // channels of the parent and of the checkpoint replaced
 	placed   map[[2]string]chanLoc // channel, version -> stored by this put
+	ids      []int64               // blob ids taken for this put, one per new blob
 }
 
 // find returns where version v of channel ch is stored, looking only at
@@ -266,9 +291,13 @@ func (p *placer) put(b driver.ChannelBlob) error {
 		data, _ = arrayInner(b.Data)
 		base = &l.blob
 	}
-	id, err := scalar[int64](p.ctx, p.tx, `INSERT INTO checkpoint_blobs (thread_id, blob_id, base_id, data)
-		VALUES (?, nextval('checkpoint_blob_ids'), ?, ?) RETURNING blob_id`, p.threadID, base, string(data))
-	if err != nil {
+	if len(p.ids) == 0 {
+		return fmt.Errorf("put checkpoint blob: no blob id left") // one per new blob was taken
+	}
+	id := p.ids[0]
+	p.ids = p.ids[1:]
+	if err := execLater(p.ctx, p.tx, `INSERT INTO checkpoint_blobs (thread_id, blob_id, base_id, data)
+		VALUES (?, ?, ?, ?)`, p.threadID, id, base, string(data)); err != nil {
 		return fmt.Errorf("put checkpoint blob: %w", err)
 	}
 	p.placed[[2]string{b.Channel, b.Version}] = chanLoc{version: b.Version, blob: id, stored: true}
@@ -300,10 +329,7 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *dri
 		created = db.now()
 	}
 	return db.writeTx(ctx, func(tx pgx.Tx) error {
-		if err := holdsRun(ctx, tx, runID, owner); err != nil {
-			return err
-		}
-		return putCheckpoint(ctx, tx, cp, created)
+		return putCheckpoint(ctx, tx, cp, created, runID, owner)
 	})
 }
 
@@ -727,7 +753,7 @@ func keepLatest(ctx context.Context, tx pgx.Tx, threadID string) error {
 	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
 		cp.NewBlobs = append(cp.NewBlobs, driver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
 	}
-	return putCheckpoint(ctx, tx, cp, cp.CreatedAt)
+	return putCheckpoint(ctx, tx, cp, cp.CreatedAt, "", "")
 }
 
 // LatestCheckpointNotByRun implements driver.RunStorage.

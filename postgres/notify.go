@@ -34,6 +34,10 @@ const (
 // notifications of a transaction at its commit, once per distinct
 // channel and payload).
 func notifyTx(ctx context.Context, tx pgx.Tx, channel, payload string) error {
+	if t, ok := tx.(*pipeTx); ok {
+		t.notify(channel, payload) // with the COMMIT, no round trip of its own
+		return nil
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload); err != nil {
 		return fmt.Errorf("notify %s: %w", channel, err)
 	}

@@ -133,8 +133,25 @@ type querier interface {
 // tx runs fn in one READ COMMITTED transaction, committing when fn
 // returns nil and rolling back otherwise. The error is passed through
 // translate.
+// Its BEGIN goes with its first statement, its notifications with its
+// COMMIT (pipeTx).
 func (db *DB) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return translate(pgx.BeginFunc(ctx, db.pool, fn))
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Release() // a connection left in a transaction is closed, not reused
+	t := &pipeTx{conn: conn}
+	defer func() {
+		if !t.done { // fn panicked
+			_ = t.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(t); err != nil {
+		_ = t.Rollback(ctx)
+		return translate(err)
+	}
+	return translate(t.Commit(ctx))
 }
 
 // writeTx is tx for the writes of the run hot path (threads, runs,

@@ -35,6 +35,18 @@ func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx driver
 type txn struct {
 	db *DB
 	tx pgx.Tx
+	// locked are the threads whose rows tx locked (or inserted): a row
+	// locked stays so, and stays there, until tx ends, so they need not
+	// be locked or checked again (a round trip each).
+	locked map[string]bool
+}
+
+// lock records that tx holds the lock of thread id's row.
+func (t *txn) lock(id string) {
+	if t.locked == nil {
+		t.locked = map[string]bool{}
+	}
+	t.locked[id] = true
 }
 
 var _ driver.Tx = (*txn)(nil)
@@ -61,7 +73,14 @@ func runRefs(rows []runRefRow) []driver.RunRef {
 // CheckThread implements driver.Tx. It locks the thread's row: every
 // change of a thread's runs takes that lock first.
 func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	return lockThread(ctx, t.tx, id, filter)
+	if len(filter) == 0 && t.locked[id] {
+		return nil
+	}
+	if err := lockThread(ctx, t.tx, id, filter); err != nil {
+		return err
+	}
+	t.lock(id)
+	return nil
 }
 
 // InsertThread implements driver.Tx.
@@ -76,6 +95,7 @@ func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
 	} else if n == 0 {
 		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", th.ThreadID)
 	}
+	t.lock(th.ThreadID)
 	return nil
 }
 
@@ -130,7 +150,15 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 			args = append(args, values, interrupts)
 		}
 	}
-	n, err := exec(ctx, t.tx, `UPDATE threads SET `+strings.Join(set, ", ")+` WHERE thread_id = ?`, append(args, id)...)
+	query := `UPDATE threads SET ` + strings.Join(set, ", ") + ` WHERE thread_id = ?`
+	if t.locked[id] {
+		// The row is there: the update goes with the commit.
+		if err := execLater(ctx, t.tx, query, append(args, id)...); err != nil {
+			return fmt.Errorf("update thread %s: %w", id, err)
+		}
+		return nil
+	}
+	n, err := exec(ctx, t.tx, query, append(args, id)...)
 	if err != nil {
 		return fmt.Errorf("update thread %s: %w", id, err)
 	}
@@ -144,13 +172,13 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 // thread (ON DELETE CASCADE); the runs that were in flight are announced
 // as ended.
 func (t *txn) DeleteThread(ctx context.Context, id string) error {
-	active, err := scalars[string](ctx, t.tx, `SELECT run_id FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')`, id)
+	// One statement: the runs are read in the snapshot before the delete.
+	active, err := scalars[string](ctx, t.tx, `WITH del AS (DELETE FROM threads WHERE thread_id = ?)
+		SELECT run_id FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')`, id, id)
 	if err != nil {
 		return fmt.Errorf("delete thread %s: %w", id, err)
 	}
-	if _, err := exec(ctx, t.tx, `DELETE FROM threads WHERE thread_id = ?`, id); err != nil {
-		return fmt.Errorf("delete thread %s: %w", id, err)
-	}
+	delete(t.locked, id)
 	for _, runID := range active {
 		if err := notifyTx(ctx, t.tx, channelRunEnded, runID); err != nil {
 			return err
@@ -206,8 +234,10 @@ func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error
 // ActiveRuns implements driver.Tx. The thread's row, then the runs'
 // rows are locked: a claim in progress is waited for and seen as running.
 func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]driver.RunRef, error) {
-	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = ? FOR NO KEY UPDATE`, threadID); err != nil {
-		return nil, fmt.Errorf("lock thread %s: %w", threadID, err)
+	if !t.locked[threadID] {
+		if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = ? FOR NO KEY UPDATE`, threadID); err != nil {
+			return nil, fmt.Errorf("lock thread %s: %w", threadID, err)
+		}
 	}
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
 		WHERE r.thread_id = ? AND r.status IN ('pending', 'running') ORDER BY r.run_id FOR UPDATE`, threadID)
@@ -259,6 +289,7 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 	if len(rows) == 0 {
 		return nil, runNotFound(runID)
 	}
+	t.lock(rows[0].ThreadID)
 	return &runRefs(rows)[0], nil
 }
 
@@ -279,8 +310,14 @@ func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]driver.RunRef, 
 // workers of every process; a run that ended is announced, and wakes them
 // when its thread has a run waiting.
 func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.Time) error {
-	threadID, err := scalar[string](ctx, t.tx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
-		lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ? RETURNING thread_id`, status, now, runID)
+	// Whether the thread has a run waiting comes back with the update,
+	// for ended.
+	var threadID string
+	var waiting bool
+	err := t.tx.QueryRow(ctx, rebind(`UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
+		lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ?
+		RETURNING thread_id, EXISTS (SELECT 1 FROM runs AS p WHERE p.thread_id = runs.thread_id AND p.status = 'pending')`),
+		status, now, runID).Scan(&threadID, &waiting)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return runNotFound(runID)
 	} else if err != nil {
@@ -292,20 +329,24 @@ func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.T
 	case graphserver.RunRunning:
 		return nil
 	}
-	return t.ended(ctx, threadID, runID)
+	return t.ended(ctx, threadID, runID, &waiting)
 }
 
 // ended announces that run runID of threadID ended, and wakes the workers
-// of every process when the thread has a run waiting.
-func (t *txn) ended(ctx context.Context, threadID, runID string) error {
+// of every process when the thread has a run waiting (waiting, when the
+// caller knows; else it is read).
+func (t *txn) ended(ctx context.Context, threadID, runID string, waiting *bool) error {
 	if err := notifyTx(ctx, t.tx, channelRunEnded, runID); err != nil {
 		return err
 	}
-	waiting, err := scalar[bool](ctx, t.tx, `SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status = 'pending')`, threadID)
-	if err != nil {
-		return fmt.Errorf("end run %s: %w", runID, err)
+	if waiting == nil {
+		w, err := scalar[bool](ctx, t.tx, `SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = ? AND status = 'pending')`, threadID)
+		if err != nil {
+			return fmt.Errorf("end run %s: %w", runID, err)
+		}
+		waiting = &w
 	}
-	if waiting {
+	if *waiting {
 		return notifyTx(ctx, t.tx, channelRunQueued, runID)
 	}
 	return nil
@@ -325,7 +366,7 @@ func (t *txn) DeleteRun(ctx context.Context, threadID, runID string) error {
 	if err := deleteRunTx(ctx, t.tx, threadID, runID); err != nil {
 		return err
 	}
-	return t.ended(ctx, threadID, runID)
+	return t.ended(ctx, threadID, runID, nil)
 }
 
 // InsertWebhook implements driver.Tx.
