@@ -228,26 +228,33 @@ func (ev *AuthEvent) SetMetadata(key string, v any) bool {
 	return true
 }
 
-// metadataHolder is implemented by the event values that carry metadata.
-type metadataHolder interface{ metadataPtr() *Metadata }
-
+// metadataOf returns the metadata of the event values that carry metadata,
+// nil for the others.
 func metadataOf(v any) *Metadata {
-	if h, ok := v.(metadataHolder); ok {
-		return h.metadataPtr()
+	switch v := v.(type) {
+	case *AssistantCreate:
+		return &v.Metadata
+	case *AssistantUpdate:
+		return &v.Metadata
+	case *AssistantSearch:
+		return &v.Metadata
+	case *ThreadCreate:
+		return &v.Metadata
+	case *ThreadUpdate:
+		return &v.Metadata
+	case *ThreadSearch:
+		return &v.Metadata
+	case *RunRequest:
+		return &v.RunCreate.Metadata
+	case *CronCreateValue:
+		return &v.Metadata
+	case *CronUpdateValue:
+		return &v.Metadata
+	case *CronSearch:
+		return &v.Metadata
 	}
 	return nil
 }
-
-func (c *AssistantCreate) metadataPtr() *Metadata { return &c.Metadata }
-func (u *AssistantUpdate) metadataPtr() *Metadata { return &u.Metadata }
-func (s *AssistantSearch) metadataPtr() *Metadata { return &s.Metadata }
-func (c *ThreadCreate) metadataPtr() *Metadata    { return &c.Metadata }
-func (u *ThreadUpdate) metadataPtr() *Metadata    { return &u.Metadata }
-func (s *ThreadSearch) metadataPtr() *Metadata    { return &s.Metadata }
-func (r *RunRequest) metadataPtr() *Metadata      { return &r.RunCreate.Metadata }
-func (c *CronCreateValue) metadataPtr() *Metadata { return &c.Metadata }
-func (u *CronUpdateValue) metadataPtr() *Metadata { return &u.Metadata }
-func (s *CronSearch) metadataPtr() *Metadata      { return &s.Metadata }
 
 // AssistantRef is the value of assistants:read and assistants:delete.
 type AssistantRef struct {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 	"github.com/robfig/cron/v3"
 )
 
@@ -18,54 +20,7 @@ import (
 // Payload is the body of the runs it creates.
 //
 // On the wire, an empty ThreadID, OnRunCompleted, Timezone or UserID is null.
-type Cron struct {
-	CronID      string `json:"cron_id"`
-	AssistantID string `json:"assistant_id"`
-	// ThreadID is the thread the runs are created on; "" for a stateless cron.
-	ThreadID string `json:"thread_id"`
-	// OnRunCompleted says what happens to the thread of each run of a
-	// stateless cron: OnCompletionDelete (the default) or OnCompletionKeep.
-	// It is "" for a thread cron.
-	OnRunCompleted string `json:"on_run_completed"`
-	// EndTime, when set, is when the cron stops firing.
-	EndTime *time.Time `json:"end_time"`
-	// Schedule is a standard 5-field cron expression (minute hour
-	// day-of-month month day-of-week) or a descriptor (@yearly, @monthly,
-	// @weekly, @daily, @hourly, @every <duration>).
-	Schedule string `json:"schedule"`
-	// Timezone is the IANA time zone the schedule is read in; "" is UTC.
-	Timezone  string    `json:"timezone"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// Payload is the run-creation body of every run the cron creates.
-	Payload RunCreate `json:"payload"`
-	// UserID is the identity of the cron's creator, "" without auth.
-	UserID string `json:"user_id"`
-	// NextRunDate is when the cron fires next; nil once its next firing
-	// would come after EndTime.
-	NextRunDate *time.Time `json:"next_run_date"`
-	Metadata    Metadata   `json:"metadata"`
-	// Enabled is false for a cron that keeps its definition but does not
-	// fire.
-	Enabled bool `json:"enabled"`
-
-	// Now is the server's time of a search that selected "now"
-	// (cronSelectColumns); nil otherwise, and then absent from the wire.
-	Now *time.Time `json:"now,omitempty"`
-}
-
-// MarshalJSON writes empty ThreadID, OnRunCompleted, Timezone and UserID as
-// null, as the LangGraph API requires.
-func (c Cron) MarshalJSON() ([]byte, error) {
-	type plain Cron
-	return json.Marshal(struct {
-		plain
-		ThreadID       *string `json:"thread_id"`
-		OnRunCompleted *string `json:"on_run_completed"`
-		Timezone       *string `json:"timezone"`
-		UserID         *string `json:"user_id"`
-	}{plain(c), nullString(c.ThreadID), nullString(c.OnRunCompleted), nullString(c.Timezone), nullString(c.UserID)})
-}
+type Cron = record.Cron
 
 // nullString returns nil for "", else a pointer to s.
 func nullString(s string) *string {
@@ -194,28 +149,7 @@ func parseAPITime(field string, raw json.RawMessage) (*time.Time, bool, error) {
 
 // CronSearch selects crons for SearchCrons and CountCrons (which ignores
 // paging, sort and select).
-type CronSearch struct {
-	// AssistantID matches crons of that assistant (an assistant id or a
-	// registered graph id).
-	AssistantID string `json:"assistant_id,omitempty"`
-	// ThreadID matches crons on that thread.
-	ThreadID string `json:"thread_id,omitempty"`
-	// Enabled, when set, matches enabled (true) or disabled (false) crons.
-	Enabled   *bool    `json:"enabled,omitempty"`
-	Metadata  Metadata `json:"metadata,omitempty"` // containment
-	Limit     int      `json:"limit,omitempty"`
-	Offset    int      `json:"offset,omitempty"`
-	SortBy    string   `json:"sort_by,omitempty"`    // cronSortColumns; default created_at
-	SortOrder string   `json:"sort_order,omitempty"` // asc|desc; default desc
-	Select    []string `json:"select,omitempty"`     // cronSelectColumns
-
-	// Filter narrows by cron metadata with Filter operators, as
-	// AssistantSearch.Filter does. Not settable over HTTP.
-	Filter Filter `json:"-"`
-	// ThreadFilter narrows thread crons by their thread's metadata; crons
-	// without a thread are not affected. Not settable over HTTP.
-	ThreadFilter Filter `json:"-"`
-}
+type CronSearch = record.CronSearch
 
 // cronSortColumns are the values sort_by accepts on cron search.
 var cronSortColumns = []string{"cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at"}
@@ -223,75 +157,6 @@ var cronSortColumns = []string{"cron_id", "assistant_id", "thread_id", "next_run
 // cronSelectColumns are the values select accepts on cron search ("now" is
 // the server's time of the search).
 var cronSelectColumns = []string{"cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "timezone", "created_at", "updated_at", "user_id", "payload", "next_run_date", "metadata", "enabled", "now"}
-
-// CronUpdate is a change to a stored cron, computed by the Server from a
-// CronPatch. Nil fields are left unchanged.
-type CronUpdate struct {
-	Schedule *string
-	Timezone *string // "" stores null (UTC)
-	EndTime  *time.Time
-	// ClearEndTime sets end_time to null.
-	ClearEndTime   bool
-	Enabled        *bool
-	OnRunCompleted *string
-	// Payload replaces the payload.
-	Payload *RunCreate
-	// Metadata is merged shallowly into the metadata.
-	Metadata    Metadata
-	NextRunDate *time.Time
-	// ClearNextRunDate sets next_run_date to null.
-	ClearNextRunDate bool
-	UpdatedAt        time.Time
-}
-
-// CronFiring claims one firing of a cron: the cron, still enabled, moves
-// from NextRunDate Due to Next (nil: null, the cron has no next firing).
-// Whoever moves it owns the firing, so a firing happens once however many
-// schedulers share the storage.
-type CronFiring struct {
-	CronID string
-	Due    time.Time
-	Next   *time.Time
-}
-
-// CronStorage persists crons. Filters follow the Storage conventions: a
-// filter hides what it does not match, as if it did not exist (ENOTFOUND).
-// filter applies to a cron's metadata; threadFilter to the metadata of a
-// thread cron's thread (crons without a thread pass it).
-//
-// A cron is deleted with its thread and with its assistant. Search sorts
-// null values (thread_id, end_time, next_run_date) before any other in
-// ascending order, after them in descending order.
-type CronStorage interface {
-	// CreateCron inserts c. ENOTFOUND when its assistant is missing, or
-	// when its thread is missing or hidden by threadFilter; ECONFLICT when
-	// the id is taken.
-	CreateCron(ctx context.Context, c *Cron, threadFilter Filter) (*Cron, error)
-	// GetCron returns a cron. ENOTFOUND when it is missing or hidden.
-	GetCron(ctx context.Context, id string, filter, threadFilter Filter) (*Cron, error)
-	// UpdateCron applies u and returns the cron after it. ENOTFOUND when it
-	// is missing or hidden.
-	UpdateCron(ctx context.Context, id string, u *CronUpdate, filter, threadFilter Filter) (*Cron, error)
-	// DeleteCron deletes a cron (not the runs it created). ENOTFOUND when
-	// it is missing or hidden.
-	DeleteCron(ctx context.Context, id string, filter, threadFilter Filter) error
-	// SearchCrons returns at most s.Limit+1 crons matching s (assistant id,
-	// thread id, enabled, metadata containment, Filter, ThreadFilter),
-	// sorted by s.SortBy (default created_at) and s.SortOrder (default
-	// desc), ties broken by cron_id in the same order.
-	SearchCrons(ctx context.Context, s *CronSearch) ([]*Cron, error)
-	// CountCrons counts the crons matching s; paging and sort are ignored.
-	CountCrons(ctx context.Context, s *CronSearch) (int, error)
-	// DueCrons returns up to limit enabled crons whose next_run_date is at
-	// or before now and whose end_time is null or at or after now, the
-	// earliest next_run_date first.
-	DueCrons(ctx context.Context, now time.Time, limit int) ([]*Cron, error)
-	// FireCron claims the firing f on its own (see CronFiring) and reports
-	// whether it did: false when the cron is gone, disabled, or no longer
-	// due at f.Due (another scheduler claimed the firing). RunStorage's
-	// CreateRun claims it together with the run it creates (RunInsert.Cron).
-	FireCron(ctx context.Context, f *CronFiring) (bool, error)
-}
 
 // CronIntervalDefault is the default Options.CronInterval.
 const CronIntervalDefault = time.Second
@@ -606,7 +471,7 @@ func (s *Server) UpdateCron(ctx context.Context, id string, p CronPatch) (*Cron,
 		return nil, err
 	}
 	now := s.clock()
-	u := &CronUpdate{UpdatedAt: now, Schedule: p.Schedule, Timezone: p.Timezone, Enabled: p.Enabled, Metadata: p.Metadata}
+	u := &driver.CronUpdate{UpdatedAt: now, Schedule: p.Schedule, Timezone: p.Timezone, Enabled: p.Enabled, Metadata: p.Metadata}
 	schedule, tz := cur.Schedule, cur.Timezone
 	if p.Schedule != nil {
 		trimmed := strings.TrimSpace(*p.Schedule)
@@ -860,14 +725,13 @@ func (s *Server) fireCron(ctx context.Context, c *Cron, now time.Time) (bool, er
 	} else {
 		next = sched.nextRun(now, c.EndTime)
 	}
-	firing := &CronFiring{CronID: c.CronID, Due: due, Next: next}
+	firing := &driver.CronFiring{CronID: c.CronID, Due: due, Next: next}
 	rc := c.Payload
 	withCronID(&rc, c.CronID)
 	if c.ThreadID == "" {
 		rc.OnCompletion = cmp.Or(c.OnRunCompleted, OnCompletionDelete)
 	}
-	rc.cron = firing
-	run, err := s.CreateRun(s.cronRunContext(ctx, c), c.ThreadID, rc)
+	run, _, err := s.createRun(s.cronRunContext(ctx, c), c.ThreadID, &rc, firing)
 	if err == nil {
 		log.Debug("cron fired", "run_id", run.RunID, "thread_id", run.ThreadID, "next_run_date", next)
 		return true, nil

@@ -125,6 +125,17 @@ error and message, while httpapi answers /wait and /join with 200
 {"__error__": {"error": name, "message": message}}, as the LangGraph server
 does.
 
+# Storage drivers
+
+Options.Storage takes a storage driver: package sqlite (the default, one
+file) or package postgres (several processes on one database). The contract
+a driver implements is package driver (Storage, Tx, Checkpointer and their
+records); applications never need it beyond passing a driver's value. The
+resource types (Assistant, Thread, Run, Cron, Item, Filter, Error, ...) are
+declared in package record, which both sides share, and named here by
+aliases: graphserver.Thread is record.Thread, and go doc record.Thread
+lists its fields.
+
 # Lifecycle
 
 New validates its Options and does no I/O: CRUD methods work at once. Start

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
 )
 
 // runOutcome is how a run's execution ended.
@@ -70,7 +72,7 @@ func modeOf(event string) string {
 // execute runs one claimed run to its end: it emits the metadata event,
 // runs the graph under a renewed lease, then records the outcome.
 // token is the lease owner token of the claim.
-func (q *runQueue) execute(qr *QueuedRun, token string) {
+func (q *runQueue) execute(qr *driver.QueuedRun, token string) {
 	s := q.s
 	run := qr.Run
 	stored := 0
@@ -120,7 +122,7 @@ func (q *runQueue) execute(qr *QueuedRun, token string) {
 	defer endRenew()
 	startedAt := s.clock()
 	s.runChanged(startedEvent(qr, startedAt))
-	out := q.runGraph(ctx, run, log, func(cp Checkpointer) *runCheckpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
+	out := q.runGraph(ctx, run, log, func(cp driver.Checkpointer) *runCheckpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
 	endRenew()
 	out.attempt = qr.Attempt
 	q.finish(ctx, run, out, startedAt, log, token)
@@ -159,7 +161,7 @@ func (q *runQueue) renewLease(ctx context.Context, runID, token string, cancel c
 
 // runGraph executes the run's graph and classifies the result.
 // scope wraps the Storage's Checkpointer for the run (runCheckpointer).
-func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope func(Checkpointer) *runCheckpointer) *runOutcome {
+func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope func(driver.Checkpointer) *runCheckpointer) *runOutcome {
 	s := q.s
 	out := &runOutcome{tracker: &outputTracker{}, cfg: run.Kwargs.Config}
 	configurable, _ := asObject(run.Kwargs.Config["configurable"])
@@ -300,14 +302,14 @@ var errRunAbandoned = Errorf(EUNAVAILABLE, "The run was stopped; writes made aft
 // a write refused because the lease was lost cancels the run with
 // errLeaseLost, which releases it. Once shut (runBounded gave up on the
 // graph), every write is refused.
-func (q *runQueue) runCheckpointer(cp Checkpointer, runID, token string, cancel context.CancelCauseFunc) *runCheckpointer {
+func (q *runQueue) runCheckpointer(cp driver.Checkpointer, runID, token string, cancel context.CancelCauseFunc) *runCheckpointer {
 	return &runCheckpointer{Checkpointer: cp, rc: q.storage, runID: runID, token: token, cancel: cancel}
 }
 
 // runCheckpointer is a run's Checkpointer (see runQueue.runCheckpointer).
 type runCheckpointer struct {
-	Checkpointer
-	rc           RunCheckpointer
+	driver.Checkpointer
+	rc           driver.RunCheckpointer
 	runID, token string
 	cancel       context.CancelCauseFunc
 
@@ -326,7 +328,7 @@ func (c *runCheckpointer) shutWrites() {
 	c.mu.Unlock()
 }
 
-func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *CheckpointRecord) error {
+func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shut {
@@ -335,7 +337,7 @@ func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *CheckpointRecor
 	return c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp))
 }
 
-func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error {
+func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []driver.PendingWrite) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shut {
@@ -452,7 +454,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		return
 	}
 
-	f := &RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: token, Status: out.status,
+	f := &driver.RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: token, Status: out.status,
 		Delete: out.rollback, DeleteThread: run.Kwargs.Temporary, Now: now}
 	var errJSON json.RawMessage
 	if out.err != nil {
@@ -470,7 +472,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		case errJSON != nil:
 			// Unknown state: record the error but keep values and interrupts.
 			s.logger.Error("read final state", "run_id", run.RunID, "err", err)
-			f.Summary = &ThreadSummary{Status: ThreadError, Error: errJSON}
+			f.Summary = &driver.ThreadSummary{Status: ThreadError, Error: errJSON}
 		default:
 			// Unknown state: settle the status only (Summary nil).
 			s.logger.Error("read final state", "run_id", run.RunID, "err", err)
@@ -572,8 +574,8 @@ func (s *Server) resummarize(ctx context.Context, threadID string) error {
 }
 
 // summarize derives the thread summary from the final state.
-func summarize(st *ThreadState, errJSON json.RawMessage) *ThreadSummary {
-	sum := &ThreadSummary{Status: ThreadIdle, Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{}, Error: errJSON}
+func summarize(st *ThreadState, errJSON json.RawMessage) *driver.ThreadSummary {
+	sum := &driver.ThreadSummary{Status: ThreadIdle, Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{}, Error: errJSON}
 	if st != nil {
 		if st.Values != nil && st.Checkpoint != nil {
 			sum.Values = marshalOutput(st.Values)

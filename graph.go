@@ -3,7 +3,8 @@ package graphserver
 import (
 	"context"
 	"encoding/json"
-	"time"
+
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Graph is an executable graph the server hosts, registered under a graph id.
@@ -94,7 +95,7 @@ type GraphRun struct {
 
 	// Checkpointer persists the thread's checkpoints; nil runs without
 	// persistence (state lives only for this call).
-	Checkpointer Checkpointer
+	Checkpointer driver.Checkpointer
 	// Store is the cross-thread item store handed to nodes; nil if none.
 	Store Store
 }
@@ -114,7 +115,7 @@ type StateRequest struct {
 	Checkpoint   Checkpoint
 	Subgraphs    bool
 	Config       Object
-	Checkpointer Checkpointer
+	Checkpointer driver.Checkpointer
 }
 
 // HistoryRequest asks a Graph for a thread's history.
@@ -124,7 +125,7 @@ type HistoryRequest struct {
 	Before       string   // checkpoint id; only older checkpoints are returned
 	Metadata     Metadata // containment filter on checkpoint metadata
 	Config       Object
-	Checkpointer Checkpointer
+	Checkpointer driver.Checkpointer
 }
 
 // UpdateStateRequest asks a Graph to write a state update.
@@ -135,7 +136,7 @@ type UpdateStateRequest struct {
 	AsNode       string          // node the update is attributed to; "" = inferred
 	Config       Object
 	Metadata     Object // extra checkpoint metadata
-	Checkpointer Checkpointer
+	Checkpointer driver.Checkpointer
 	Store        Store
 }
 
@@ -185,68 +186,4 @@ func ErrorName(err error) string {
 		e = u.Unwrap()
 	}
 	return "Error"
-}
-
-// Checkpointer persists a thread's checkpoints for a Graph. Storage drivers
-// implement it; the graph engine owns what a checkpoint means.
-//
-// Channel values are stored as versioned blobs, written only when a channel
-// changes. A blob whose Base is set holds only the elements appended to the
-// array value at version Base, so append-only channels (chat messages) store
-// each element once; drivers reconstruct the full value on read.
-type Checkpointer interface {
-	// PutCheckpoint saves cp (its NewBlobs included) in one transaction.
-	PutCheckpoint(ctx context.Context, cp *CheckpointRecord) error
-	// PutWrites saves the pending writes of one task at a checkpoint,
-	// replacing earlier writes of that task there.
-	PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
-	// GetCheckpoint returns the checkpoint with the given id in namespace ns
-	// (the latest one when checkpointID is empty), with Values and
-	// PendingWrites filled. It returns ENOTFOUND when there is none.
-	GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*CheckpointRecord, error)
-	// ListCheckpoints returns checkpoints of one namespace, newest first, with
-	// Values and PendingWrites filled.
-	ListCheckpoints(ctx context.Context, threadID string, opts CheckpointListOptions) ([]*CheckpointRecord, error)
-}
-
-// CheckpointRecord is a stored checkpoint.
-type CheckpointRecord struct {
-	ThreadID           string
-	NS                 string // "" for the root graph; "node:task_id|child:task_id" below
-	CheckpointID       string // time-ordered: a later checkpoint has a greater id
-	ParentCheckpointID string // "" for the first
-	RunID              string // the run that wrote it, if any
-	CreatedAt          time.Time
-	Metadata           Object            // source, step, parents, run metadata (searchable)
-	ChannelVersions    map[string]string // channel -> version of its value here
-	Body               json.RawMessage   // engine-owned (versions seen, pending sends, ...)
-
-	NewBlobs      []ChannelBlob              // put: values written at this checkpoint
-	Values        map[string]json.RawMessage // get: full value of every channel in ChannelVersions
-	PendingWrites []PendingWrite             // get: writes saved with PutWrites
-}
-
-// ChannelBlob is one version of one channel's value.
-type ChannelBlob struct {
-	Channel string
-	Version string
-	Base    string          // "" = Data is the whole value; else Data is an array appended to version Base
-	Data    json.RawMessage // JSON value
-}
-
-// PendingWrite is a write a task made, saved before its step is committed.
-type PendingWrite struct {
-	TaskID   string
-	TaskPath string // engine-defined order key for tasks (e.g. push/pull path)
-	Idx      int
-	Channel  string
-	Value    json.RawMessage
-}
-
-// CheckpointListOptions selects checkpoints for ListCheckpoints.
-type CheckpointListOptions struct {
-	NS       string
-	Before   string   // only checkpoints with a smaller id
-	Limit    int      // 0 = no limit
-	Metadata Metadata // containment filter on checkpoint metadata
 }

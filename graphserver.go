@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Options configures a Server. The zero value of every field but Storage is
@@ -15,7 +17,7 @@ import (
 type Options struct {
 	// Storage is the persistence driver (required). The Server does not close
 	// it: whoever opened it closes it, after Server.Close.
-	Storage Storage
+	Storage driver.Storage
 
 	// Graphs maps graph ids to graphs. Each gets a system assistant with id
 	// SystemAssistantID(graph_id). New copies the map.
@@ -115,7 +117,7 @@ type Options struct {
 // method. It is safe for concurrent use. Create one with New, start its
 // background work with Start, stop it with Close.
 type Server struct {
-	storage Storage
+	storage driver.Storage
 	graphs  map[string]Graph
 	seeds   map[string]Object
 	logger  *slog.Logger
@@ -254,7 +256,7 @@ func (s *Server) backgroundTasks() []func(ctx context.Context) {
 	if s.cronInterval > 0 {
 		tasks = append(tasks, s.scheduleCrons)
 	}
-	if o, ok := s.storage.(Optimizer); ok && s.optimizeInterval > 0 {
+	if o, ok := s.storage.(driver.Optimizer); ok && s.optimizeInterval > 0 {
 		tasks = append(tasks, func(ctx context.Context) { s.optimizeStorage(ctx, o) })
 	}
 	return tasks
@@ -309,7 +311,7 @@ func (s *Server) beginDrain() {
 const OptimizeIntervalDefault = time.Hour
 
 // optimizeStorage calls o.Optimize every optimizeInterval.
-func (s *Server) optimizeStorage(ctx context.Context, o Optimizer) {
+func (s *Server) optimizeStorage(ctx context.Context, o driver.Optimizer) {
 	s.every(ctx, s.optimizeInterval, func(ctx context.Context) {
 		if err := o.Optimize(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Error("optimize storage", "err", err)

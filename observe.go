@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // Observer is told what a Server does, for metrics and tracing: each run's
@@ -16,14 +19,12 @@ import (
 // Observe is called synchronously on the goroutine doing the work, from many
 // goroutines at once: it must be safe for concurrent use, return quickly,
 // not block and not call the Server.
-type Observer interface {
-	Observe(ev Event)
-}
+type Observer = record.Observer
 
 // Event is what an Observer receives: a RunEvent, a WebhookEvent or a
 // StorageWriteEvent. Switch on its type; more event types may be added, so
 // ignore the ones you do not know.
-type Event interface{ isEvent() }
+type Event = record.Event
 
 // RunEvent reports a change of a run's status.
 //
@@ -33,45 +34,10 @@ type Event interface{ isEvent() }
 // worker of this process claimed it; RunSuccess, RunError, RunTimeout or
 // RunInterrupted when it ended; "" when it was rolled back (deleted with
 // what it wrote).
-type RunEvent struct {
-	RunID       string
-	ThreadID    string
-	AssistantID string // "" when not known (a swept or cancelled run)
-	Status      string
-	Released    bool
-	// Attempt is the attempt number, from 1, once the run was claimed.
-	Attempt int
-	// Wait is, for the first attempt of a run that started, how long it
-	// waited in the queue since it became claimable (its created_at, which
-	// after_seconds moves).
-	Wait time.Duration
-	// Duration is, for an attempt that ended or was released in this
-	// process, how long it ran.
-	Duration time.Duration
-	// Reason says why a run was released or ended without running ("server
-	// closing", "lease lost", "lease expired", "out of attempts",
-	// "cancelled", "thread deleted"); "" otherwise.
-	Reason string
-	// Err is the error of a run that ended with RunError or RunTimeout.
-	Err error
-}
+type RunEvent = record.RunEvent
 
 // WebhookEvent reports one webhook delivery attempt.
-type WebhookEvent struct {
-	RunID string
-	URL   string
-	// Attempt is the attempt number, from 1.
-	Attempt int
-	// StatusCode is the receiver's HTTP status, 0 when no response came.
-	StatusCode int
-	// Outcome is "delivered" (2xx), "retry" (another attempt follows) or
-	// "failed" (no more attempts: a 4xx other than 429, or the last attempt
-	// failed).
-	Outcome  string
-	Duration time.Duration
-	// Err describes a failed attempt ("" when delivered).
-	Err string
-}
+type WebhookEvent = record.WebhookEvent
 
 // Webhook delivery outcomes (WebhookEvent.Outcome).
 const (
@@ -83,26 +49,7 @@ const (
 // StorageWriteEvent reports one write transaction that a Storage committed
 // for a group of writes (SQLite commits the short writes queued while the
 // previous transaction commits together).
-type StorageWriteEvent struct {
-	// Size is the number of writes in the transaction.
-	Size int
-	// Duration is the time from the transaction's start to its commit.
-	Duration time.Duration
-	// Err is the transaction's error (nil when committed).
-	Err error
-}
-
-func (RunEvent) isEvent()          {}
-func (WebhookEvent) isEvent()      {}
-func (StorageWriteEvent) isEvent() {}
-
-// ObservableStorage is an optional Storage capability, detected with a type
-// assertion: a driver that reports events of its own (sqlite: its grouped
-// writes) to Observers. Server.AddObserver registers each observer with the
-// Storage too. AddObserver must be safe to call at any time.
-type ObservableStorage interface {
-	AddObserver(o Observer)
-}
+type StorageWriteEvent = record.StorageWriteEvent
 
 // observers is a copy-on-write list of Observers, cheap to read on hot paths.
 type observers struct {
@@ -139,7 +86,7 @@ func (s *Server) AddObserver(o Observer) {
 		return
 	}
 	s.observers.add(o)
-	if os, ok := s.storage.(ObservableStorage); ok {
+	if os, ok := s.storage.(driver.ObservableStorage); ok {
 		os.AddObserver(o)
 	}
 }
@@ -227,25 +174,8 @@ func (s *Server) webhookAttempted(ev WebhookEvent) {
 	s.observers.notify(ev)
 }
 
-// RunQueueCounter is an optional Storage capability, detected with a type
-// assertion: counting the run queue for Server.Stats (sqlite implements it).
-type RunQueueCounter interface {
-	// CountRunQueue counts the runs of the queue at now, over every process
-	// sharing the storage.
-	CountRunQueue(ctx context.Context, now time.Time) (RunQueueCount, error)
-}
-
 // RunQueueCount counts the runs of the queue.
-type RunQueueCount struct {
-	// Ready is the number of pending runs a worker may claim now (the queue
-	// depth).
-	Ready int
-	// Delayed is the number of pending runs whose after_seconds has not
-	// passed yet.
-	Delayed int
-	// Running is the number of runs claimed by a worker.
-	Running int
-}
+type RunQueueCount = record.RunQueueCount
 
 // Stats is a snapshot of what a Server is doing, for metrics.
 type Stats struct {
@@ -274,7 +204,7 @@ func (s *Server) Stats(ctx context.Context) (Stats, error) {
 		EventLogs:     len(s.rq.logs.live()),
 		Subscribers:   int(s.subscribers.Load()),
 	}
-	qc, ok := s.storage.(RunQueueCounter)
+	qc, ok := s.storage.(driver.RunQueueCounter)
 	if !ok {
 		return st, nil
 	}
@@ -301,7 +231,7 @@ func (s *Server) subscribe() (unsubscribe func()) {
 }
 
 // startedEvent is the RunEvent of a claimed run starting at now.
-func startedEvent(qr *QueuedRun, now time.Time) RunEvent {
+func startedEvent(qr *driver.QueuedRun, now time.Time) RunEvent {
 	ev := RunEvent{RunID: qr.Run.RunID, ThreadID: qr.Run.ThreadID, AssistantID: qr.Run.AssistantID, Status: RunRunning, Attempt: qr.Attempt}
 	if qr.Attempt == 1 {
 		ev.Wait = max(now.Sub(qr.Run.CreatedAt), 0)
@@ -317,7 +247,7 @@ func endedEvent(run *Run, out *runOutcome, status string, d time.Duration, reaso
 }
 
 // sweptEvent is the RunEvent of a run the lease sweep changed.
-func sweptEvent(r SweptRun) RunEvent {
+func sweptEvent(r driver.SweptRun) RunEvent {
 	ev := RunEvent{RunID: r.RunID, ThreadID: r.ThreadID, Status: r.Status, Released: r.Status == RunPending, Reason: "lease expired"}
 	if r.Status == RunError {
 		ev.Reason = "out of attempts"

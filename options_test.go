@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
@@ -88,7 +89,7 @@ func (d *panickyDB) DeleteExpiredItems(ctx context.Context, now time.Time) (int,
 
 // RecoverRuns is called by Start, then by the run sweep's loop every round:
 // it panics in the loop's first round.
-func (d *panickyDB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx graphserver.Tx, runs []graphserver.RunRef) error) error {
+func (d *panickyDB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx driver.Tx, runs []driver.RunRef) error) error {
 	if d.runSweeps.Add(1) == 2 {
 		panic("run sweep exploded")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Defaults of the run queue options.
@@ -40,7 +41,7 @@ var (
 // executes runs, the lease sweeper, the event logs and the webhook sender.
 type runQueue struct {
 	s       *Server
-	storage Storage
+	storage driver.Storage
 
 	owner            string        // this process; leases are held by claim tokens (claimToken)
 	claims           atomic.Uint64 // claims made, for claim tokens
@@ -97,9 +98,9 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 		running:          map[string]context.CancelCauseFunc{},
 	}
 	q.slots = make(chan struct{}, q.workers)
-	if es, ok := opts.Storage.(EventStorage); ok {
+	if es, ok := opts.Storage.(driver.EventStorage); ok {
 		q.events = &eventWriter{q: q, st: es}
-		if _, ok := opts.Storage.(Notifier); ok {
+		if _, ok := opts.Storage.(driver.Notifier); ok {
 			q.mirror = newThreadMirror(q)
 			q.logs.hub.positions = true
 		}
@@ -114,7 +115,7 @@ func (q *runQueue) tasks() []func(ctx context.Context) {
 	q.accepting = true
 	q.mu.Unlock()
 	tasks := []func(ctx context.Context){q.dispatch, q.maintain, q.hooks.loop, q.watchRuns}
-	if n, ok := q.storage.(Notifier); ok {
+	if n, ok := q.storage.(driver.Notifier); ok {
 		tasks = append(tasks, func(ctx context.Context) { q.listen(ctx, n) })
 	}
 	if q.mirror != nil {
@@ -149,7 +150,7 @@ func (q *runQueue) acquireSlot() bool {
 func (q *runQueue) releaseSlot() { <-q.slots }
 
 // startClaimed executes a run claimed at creation in the slot taken for it.
-func (q *runQueue) startClaimed(qr *QueuedRun, token string) {
+func (q *runQueue) startClaimed(qr *driver.QueuedRun, token string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.accepting {
@@ -324,7 +325,7 @@ func (q *runQueue) recover(ctx context.Context) {
 // applySwept acts on the runs a sweep or a recovery changed: observers are
 // told, the state of a thread whose run was cancelled is recomputed, the
 // logs of ended runs here end, and the dispatcher and webhook sender wake.
-func (q *runQueue) applySwept(ctx context.Context, swept []SweptRun, now time.Time) {
+func (q *runQueue) applySwept(ctx context.Context, swept []driver.SweptRun, now time.Time) {
 	s := q.s
 	for _, r := range swept {
 		s.runChanged(sweptEvent(r))

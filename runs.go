@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // Run statuses.
@@ -35,61 +37,16 @@ const (
 
 // Run is one execution of an assistant's graph, on a thread or stateless (on
 // a temporary thread).
-type Run struct {
-	RunID             string    `json:"run_id"`
-	ThreadID          string    `json:"thread_id"`
-	AssistantID       string    `json:"assistant_id"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
-	Status            string    `json:"status"`
-	Metadata          Metadata  `json:"metadata"`
-	MultitaskStrategy string    `json:"multitask_strategy"`
-	Kwargs            RunKwargs `json:"kwargs"`
-
-	// Attempt counts the times the run was claimed (0 while it never ran).
-	// Not on the wire; GetRun fills it.
-	Attempt int `json:"-"`
-}
+type Run = record.Run
 
 // RunKwargs is the execution record of a run, returned verbatim on the wire.
-type RunKwargs struct {
-	Input           json.RawMessage `json:"input"`
-	Command         *RunCommand     `json:"command"`
-	Config          Object          `json:"config"`
-	Context         Object          `json:"context"`
-	StreamMode      []string        `json:"stream_mode"`
-	InterruptBefore Breakpoints     `json:"interrupt_before"`
-	InterruptAfter  Breakpoints     `json:"interrupt_after"`
-	Webhook         *string         `json:"webhook"`
-	FeedbackKeys    []string        `json:"feedback_keys"`
-	Temporary       bool            `json:"temporary"`
-	Subgraphs       bool            `json:"subgraphs"`
-	Resumable       bool            `json:"resumable"`
-	Durability      string          `json:"durability"`
-}
+type RunKwargs = record.RunKwargs
 
 // RunCommand resumes, updates or redirects a graph; it replaces a run's input.
-type RunCommand struct {
-	Update json.RawMessage `json:"update,omitempty"` // object or list of [key, value]
-	Resume json.RawMessage `json:"resume,omitempty"` // value, or map interrupt id -> value
-	Goto   json.RawMessage `json:"goto,omitempty"`   // node, {node, input}, or a list of either
-}
+type RunCommand = record.RunCommand
 
-// UnmarshalJSON decodes a command, treating JSON null update, resume or goto
-// as absent (RemoteGraph serialises a whole Command with null fields).
-func (c *RunCommand) UnmarshalJSON(data []byte) error {
-	type plain RunCommand
-	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	*c = RunCommand(p)
-	c.Update, c.Resume, c.Goto = nonNull(c.Update), nonNull(c.Resume), nonNull(c.Goto)
-	return nil
-}
-
-// empty reports whether the command has no update, resume or goto.
-func (c *RunCommand) empty() bool {
+// commandEmpty reports whether c has no update, resume or goto.
+func commandEmpty(c *RunCommand) bool {
 	return len(nonNull(c.Update)) == 0 && len(nonNull(c.Resume)) == 0 && len(nonNull(c.Goto)) == 0
 }
 
@@ -103,40 +60,7 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 
 // Breakpoints lists node names for interrupt_before/after; ["*"] means all.
 // On the wire it is "*" or a list of names.
-type Breakpoints []string
-
-// UnmarshalJSON accepts "*" as well as a list.
-func (b *Breakpoints) UnmarshalJSON(data []byte) error {
-	if string(bytes.TrimSpace(data)) == "null" {
-		*b = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(data, &s); err == nil {
-		*b = Breakpoints{s}
-		return nil
-	}
-	var l []string
-	if err := json.Unmarshal(data, &l); err != nil {
-		return Errorf(EINVALID, "interrupt_before/interrupt_after must be \"*\" or a list of node names")
-	}
-	*b = l
-	return nil
-}
-
-// MarshalJSON writes ["*"] as "*".
-func (b Breakpoints) MarshalJSON() ([]byte, error) {
-	if b == nil {
-		return []byte("null"), nil
-	}
-	if len(b) == 1 && b[0] == "*" {
-		return []byte(`"*"`), nil
-	}
-	return json.Marshal([]string(b))
-}
-
-// All reports whether the breakpoints name every node.
-func (b Breakpoints) All() bool { return len(b) == 1 && b[0] == "*" }
+type Breakpoints = record.Breakpoints
 
 // Run creation options.
 const (
@@ -173,75 +97,18 @@ var streamModesAll = []string{"values", "messages", "messages-tuple", "updates",
 var runSelectColumns = []string{"run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy"}
 
 // StreamModes lists stream modes. On the wire it is one mode or a list.
-type StreamModes []string
-
-// UnmarshalJSON accepts a single string as well as a list.
-func (m *StreamModes) UnmarshalJSON(data []byte) error {
-	var s string
-	if err := json.Unmarshal(data, &s); err == nil {
-		*m = StreamModes{s}
-		return nil
-	}
-	var l []string
-	if err := json.Unmarshal(data, &l); err != nil {
-		return Errorf(EINVALID, "stream_mode must be a stream mode or a list of them")
-	}
-	*m = l
-	return nil
-}
+type StreamModes = record.StreamModes
 
 // RunCreate is the body of every run-creating request. Zero fields take their
 // documented defaults.
-type RunCreate struct {
-	AssistantID       string          `json:"assistant_id"` // assistant id or registered graph id (required)
-	Input             json.RawMessage `json:"input,omitempty"`
-	Command           *RunCommand     `json:"command,omitempty"`
-	Metadata          Metadata        `json:"metadata,omitempty"`
-	Config            Object          `json:"config,omitempty"`
-	Context           Object          `json:"context,omitempty"`
-	CheckpointID      string          `json:"checkpoint_id,omitempty"`
-	Checkpoint        Object          `json:"checkpoint,omitempty"` // {checkpoint_id, checkpoint_ns, checkpoint_map}
-	InterruptBefore   Breakpoints     `json:"interrupt_before,omitempty"`
-	InterruptAfter    Breakpoints     `json:"interrupt_after,omitempty"`
-	StreamMode        StreamModes     `json:"stream_mode,omitempty"` // default ["values"]
-	StreamSubgraphs   bool            `json:"stream_subgraphs,omitempty"`
-	StreamResumable   bool            `json:"stream_resumable,omitempty"`
-	FeedbackKeys      []string        `json:"feedback_keys,omitempty"`
-	Webhook           string          `json:"webhook,omitempty"`
-	MultitaskStrategy string          `json:"multitask_strategy,omitempty"` // default Options.DefaultMultitaskStrategy (enqueue)
-	IfNotExists       string          `json:"if_not_exists,omitempty"`      // create | reject (default)
-	AfterSeconds      float64         `json:"after_seconds,omitempty"`
-	OnDisconnect      string          `json:"on_disconnect,omitempty"` // cancel | continue (default)
-	OnCompletion      string          `json:"on_completion,omitempty"` // delete (default) | keep; stateless only
-	Durability        string          `json:"durability,omitempty"`    // sync | async (default) | exit
-	CheckpointDuring  *bool           `json:"checkpoint_during,omitempty"`
-
-	// Headers are the request headers (lower-case names). Those starting with
-	// "x-" (but x-api-key, x-tenant-id, x-service-key) and user-agent are
-	// copied into config.configurable. Set by httpapi; never decoded.
-	Headers map[string]string `json:"-"`
-
-	// cron is the cron firing creating the run, claimed with its insertion.
-	cron *CronFiring
-}
+type RunCreate = record.RunCreate
 
 // RunSearch selects the runs of a thread for ListRuns.
-type RunSearch struct {
-	Limit  int      // default 10
-	Offset int      // default 0
-	Status string   // "" = any
-	Select []string // projection, applied by the HTTP layer; validated by ListRuns
-
-	Filter Filter // access-control filter on the thread's metadata
-}
+type RunSearch = record.RunSearch
 
 // RunCancelSelect selects runs for CancelRuns: ThreadID with RunIDs, or
 // Status (pending, running or all).
-type RunCancelSelect struct {
-	ThreadID string   `json:"thread_id,omitempty"`
-	RunIDs   []string `json:"run_ids,omitempty"`
-	Status   string   `json:"status,omitempty"`
-}
+type RunCancelSelect = record.RunCancelSelect
 
 // JoinStreamOptions tunes JoinRunStream.
 type JoinStreamOptions struct {
@@ -260,159 +127,23 @@ type JoinStreamOptions struct {
 // run's event log ("0", "1", ...): ids grow monotonically within a run,
 // across its attempts. Events synthesized from storage for a run this
 // process does not execute (see RunStream.Events) have an empty ID.
-type StreamEvent struct {
-	ID    string
-	Event string // metadata, values, updates, messages, custom, error, ... or "mode|ns|..." for subgraphs
-	Data  json.RawMessage
-}
-
-// RunStorage persists runs, their queue and the webhook outbox. Every method
-// is one transaction. Runs are created, cancelled, finished and swept by the
-// Server's rules through Storage.WithTx.
-type RunStorage interface {
-	// GetRun returns a run; threadID "" matches any thread. ENOTFOUND if
-	// missing or hidden by filter (applied to the thread's metadata).
-	GetRun(ctx context.Context, threadID, runID string, filter Filter) (*Run, error)
-	// ListRuns lists a thread's runs newest first. ENOTFOUND if the thread is
-	// missing or hidden.
-	ListRuns(ctx context.Context, threadID string, s *RunSearch) ([]*Run, error)
-	// DeleteRun deletes a finished run with the checkpoints it wrote.
-	// ENOTFOUND if missing, ECONFLICT if pending or running.
-	DeleteRun(ctx context.Context, threadID, runID string, filter Filter) error
-
-	// ClaimRun takes the oldest pending run with created_at <= now whose
-	// thread has no running run, marks it running under a lease held by owner
-	// until leaseUntil and increments its attempt. It returns nil, nil when no
-	// run is eligible.
-	ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*QueuedRun, error)
-	// RenewRunLease extends owner's lease and returns the cancel action
-	// recorded for the run ("" if none). ENOTFOUND when owner no longer holds
-	// the run.
-	RenewRunLease(ctx context.Context, runID, owner string, leaseUntil time.Time) (string, error)
-	// ReleaseRun gives up owner's lease: the run goes back to pending, so the
-	// next claim resumes it. ENOTFOUND when owner no longer holds it.
-	ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error
-
-	// LatestCheckpointNotByRun returns the id of the thread's latest root
-	// checkpoint (namespace "") that run runID did not write, "" when there
-	// is none: the state a rollback of the run returns to.
-	LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error)
-	// runStatuses returns the status of each run of runIDs that exists;
-	// missing runs are absent from the map.
-	RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error)
-
-	// ClaimWebhooks takes up to limit outbox deliveries due at now, holding
-	// them until leaseUntil.
-	ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*WebhookDelivery, error)
-	// EnqueueWebhook adds a delivery to the outbox.
-	EnqueueWebhook(ctx context.Context, d *WebhookDelivery) error
-	// UpdateWebhook records a delivery attempt: done deletes the delivery,
-	// otherwise it is due again at next.
-	UpdateWebhook(ctx context.Context, id string, attempts int, done bool, next time.Time, lastError string) error
-}
+type StreamEvent = record.StreamEvent
 
 // MultitaskRejectMessage is the detail of the ECONFLICT a run with
 // multitask_strategy reject gets on a busy thread.
 const MultitaskRejectMessage = "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
 
-// RunInsert tells the Server's run insertion (runtx.go) how to treat the
-// run's thread.
-type RunInsert struct {
-	CreateThread   *Thread  // inserted when the thread is missing; nil = ENOTFOUND
-	ThreadMetadata Metadata // merged into the thread's metadata
-	ThreadConfig   Object   // replaces the thread's config when non-nil
-	Filter         Filter   // access-control filter on the thread's metadata
-
-	// Owner, when set, claims the run at insertion if it can start at once.
-	Owner      string
-	LeaseUntil time.Time
-
-	// Cron, when set, is the cron firing that creates the run: the insertion
-	// claims it (as CronStorage.FireCron) in the run's transaction and
-	// fails with ECONFLICT, inserting nothing, when it cannot.
-	Cron *CronFiring
-}
-
-// RunCreated is what a run's insertion did besides inserting the run.
-type RunCreated struct {
-	// Cancelled lists the in-flight runs the multitask strategy cancelled.
-	Cancelled []CancelledRun
-	// Claimed is true when the run was inserted running, claimed by
-	// RunInsert.Owner with attempt 1.
-	Claimed bool
-}
-
-// CancelledRun reports a run a cancellation touched. Status is
-// RunInterrupted for a pending run now interrupted, "" for a pending run
-// deleted (rollback), and RunRunning for a running run whose worker must stop.
-type CancelledRun struct {
-	RunID    string
-	ThreadID string
-	Status   string
-	Action   string
-	// Run is the run as it was, for a pending run that had a webhook.
-	Run *Run
-}
-
-// QueuedRun is a run a worker claimed.
-type QueuedRun struct {
-	Run     *Run
-	Attempt int
-}
-
-// SweptRun reports a run the lease sweep changed: Status is RunPending (given back
-// to the queue) or RunError (out of attempts).
-type SweptRun struct {
-	RunID    string
-	ThreadID string
-	Status   string
-	// Run is the run as it was, for a run ended (not requeued) that had a
-	// webhook.
-	Run *Run
-}
-
-// RunFinish is the end of a run. The Server applies it in one transaction:
-//   - Delete: the run and the checkpoints it wrote are deleted (rollback);
-//     otherwise the run gets Status.
-//   - Summary (when non-nil) is written on the thread as a state update
-//     writes it, except that the status is busy while the thread has other pending
-//     or running runs.
-//   - DeleteThread: the thread is deleted with its runs and checkpoints
-//     (stateless runs with on_completion delete).
-//   - Webhook (when non-nil) is added to the outbox.
-type RunFinish struct {
-	RunID        string
-	ThreadID     string
-	Owner        string
-	Status       string
-	Delete       bool
-	Summary      *ThreadSummary
-	DeleteThread bool
-	Webhook      *WebhookDelivery
-	Now          time.Time
-}
-
-// WebhookDelivery is one webhook in the outbox.
-type WebhookDelivery struct {
-	ID       string
-	RunID    string
-	URL      string
-	Body     json.RawMessage // JSON object; webhook_sent_at is added at each attempt
-	Attempts int             // attempts made so far
-	NextAt   time.Time
-}
-
 // runStore is the Storage with the Server's multi-row run rules (runtx.go)
 // as methods, so that the Server's methods read as storage calls.
-type runStore struct{ Storage }
+type runStore struct{ driver.Storage }
 
 // CreateRun is insertRun.
-func (r runStore) CreateRun(ctx context.Context, run *Run, opts *RunInsert) (*RunCreated, error) {
+func (r runStore) CreateRun(ctx context.Context, run *Run, opts *driver.RunInsert) (*driver.RunCreated, error) {
 	return insertRun(ctx, r.Storage, run, opts)
 }
 
 // CancelRuns is cancelRuns.
-func (r runStore) CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error) {
+func (r runStore) CancelRuns(ctx context.Context, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]driver.CancelledRun, error) {
 	return cancelRuns(ctx, r.Storage, sel, action, now, filter)
 }
 
@@ -433,7 +164,7 @@ func (s *Server) runStorage() (runStore, error) {
 // thread is busy, EUNAVAILABLE after Close. With interrupt or rollback, the
 // thread's in-flight runs are cancelled.
 func (s *Server) CreateRun(ctx context.Context, threadID string, rc RunCreate) (*Run, error) {
-	run, _, err := s.createRun(ctx, threadID, &rc)
+	run, _, err := s.createRun(ctx, threadID, &rc, nil)
 	return run, err
 }
 
@@ -454,7 +185,7 @@ func (s *Server) CreateRunBatch(ctx context.Context, rcs []RunCreate) ([]*Run, e
 	}
 	runs := make([]*Run, 0, len(rcs))
 	for i := range rcs {
-		run, _, err := s.createRun(ctx, "", &rcs[i])
+		run, _, err := s.createRun(ctx, "", &rcs[i], nil)
 		if err != nil {
 			return runs, err
 		}
@@ -467,7 +198,7 @@ func (s *Server) CreateRunBatch(ctx context.Context, rcs []RunCreate) ([]*Run, e
 // from the first one. With rc.OnDisconnect cancel, abandoning the stream
 // before the run ends cancels the run.
 func (s *Server) StreamRun(ctx context.Context, threadID string, rc RunCreate) (*RunStream, error) {
-	run, log, err := s.createRun(ctx, threadID, &rc)
+	run, log, err := s.createRun(ctx, threadID, &rc, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -914,7 +645,7 @@ func marshalOutput(v any) json.RawMessage {
 
 // applyCancelled acts on the runs a cancellation touched in storage: ended
 // pending runs close their logs, running ones are told to stop.
-func (s *Server) applyCancelled(cancelled []CancelledRun) {
+func (s *Server) applyCancelled(cancelled []driver.CancelledRun) {
 	now := s.clock()
 	for _, c := range cancelled {
 		switch c.Status {
@@ -987,8 +718,9 @@ func checkRunIDs(threadID, runID string) (string, string, error) {
 }
 
 // createRun validates rc, builds the run and inserts it, returning the run
-// and its (new) event log.
-func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) (*Run, *eventLog, error) {
+// and its (new) event log. cron, when non-nil, is the cron firing creating
+// the run, claimed with its insertion.
+func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, cron *driver.CronFiring) (*Run, *eventLog, error) {
 	rs, err := s.runStorage()
 	if err != nil {
 		return nil, nil, err
@@ -1102,10 +834,10 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	if len(run.Kwargs.Input) == 0 {
 		run.Kwargs.Input = json.RawMessage("null")
 	}
-	ins := &RunInsert{
+	ins := &driver.RunInsert{
 		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
 		ThreadConfig:   storedCfg,
-		Cron:           rc.cron,
+		Cron:           cron,
 	}
 	if thread == nil {
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
@@ -1113,11 +845,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 			maps.Copy(tm, m)
 		}
 		maps.Copy(tm, rc.Metadata)
-		ins.CreateThread = &Thread{
-			ThreadID: threadID, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
-			Metadata: tm, Config: storedCfg, Context: Object{}, Status: ThreadBusy,
-			Values: json.RawMessage("null"), Interrupts: map[string][]Interrupt{},
-		}
+		ins.CreateThread = newThread(threadID, now, tm, storedCfg)
+		ins.CreateThread.Status = ThreadBusy
+		ins.CreateThread.Values, ins.CreateThread.Interrupts = json.RawMessage("null"), map[string][]Interrupt{}
 	}
 	ins.Filter = filter
 	logMeta := ins.ThreadMetadata
@@ -1155,7 +885,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate) 
 	case res.Claimed:
 		claimed := *run
 		claimed.Status = RunRunning
-		s.rq.startClaimed(&QueuedRun{Run: &claimed, Attempt: 1}, ins.Owner)
+		s.rq.startClaimed(&driver.QueuedRun{Run: &claimed, Attempt: 1}, ins.Owner)
 	case slot:
 		s.rq.releaseSlot()
 		s.rq.signal()
@@ -1282,7 +1012,7 @@ func (s *Server) validateRunCreate(ctx context.Context, rc *RunCreate, stateless
 	if rc.AfterSeconds < 0 || rc.AfterSeconds > maxAfterSeconds || math.IsNaN(rc.AfterSeconds) {
 		return Errorf(EINVALID, "after_seconds must be between 0 and %d (one year).", maxAfterSeconds)
 	}
-	if rc.Command != nil && rc.Command.empty() {
+	if rc.Command != nil && commandEmpty(rc.Command) {
 		rc.Command = nil
 	}
 	if stateless && rc.Command != nil && len(nonNull(rc.Command.Resume)) > 0 {

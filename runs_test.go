@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
@@ -564,7 +565,7 @@ func TestPendingRunStream(t *testing.T) {
 	t.Parallel()
 	drivers := []struct {
 		name string
-		open func(testing.TB) graphserver.Storage
+		open func(testing.TB) driver.Storage
 	}{{"SQLite", openSQLite}, {"PostgreSQL", openPostgres}}
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"maps"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
 )
 
 // This file holds the run rules that span several rows: a run's creation
@@ -27,13 +29,13 @@ import (
 // once the strategy applied, no other run of the thread is pending or
 // running), it is inserted already claimed by Owner (status running,
 // attempt 1, leased until opts.LeaseUntil) and the result says Claimed.
-func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCreated, error) {
+func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunInsert) (*driver.RunCreated, error) {
 	if opts == nil {
-		opts = &RunInsert{}
+		opts = &driver.RunInsert{}
 	}
-	res := &RunCreated{}
-	err := st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
-		*res = RunCreated{}
+	res := &driver.RunCreated{}
+	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		*res = driver.RunCreated{}
 		if opts.Cron != nil {
 			if fired, err := tx.FireCron(ctx, opts.Cron); err != nil {
 				return err
@@ -63,7 +65,7 @@ func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCr
 		} else if err != nil {
 			return err
 		}
-		var active []RunRef
+		var active []driver.RunRef
 		if !inserted { // a thread inserted just now has no runs
 			var err error
 			if active, err = tx.ActiveRuns(ctx, r.ThreadID); err != nil {
@@ -95,9 +97,9 @@ func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCr
 		}
 		row := *r
 		row.Status = RunPending
-		var claim *RunClaim
+		var claim *driver.RunClaim
 		if opts.Owner != "" && free && !r.CreatedAt.After(r.UpdatedAt) {
-			claim = &RunClaim{Owner: opts.Owner, LeaseUntil: opts.LeaseUntil}
+			claim = &driver.RunClaim{Owner: opts.Owner, LeaseUntil: opts.LeaseUntil}
 			res.Claimed = true
 		}
 		if err := tx.InsertRun(ctx, &row, claim); err != nil {
@@ -106,7 +108,7 @@ func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCr
 		if inserted {
 			return nil
 		}
-		return tx.UpdateThread(ctx, r.ThreadID, &ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy,
+		return tx.UpdateThread(ctx, r.ThreadID, &driver.ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy,
 			MergeMetadata: opts.ThreadMetadata, Config: opts.ThreadConfig})
 	})
 	if err != nil {
@@ -117,7 +119,7 @@ func insertRun(ctx context.Context, st Storage, r *Run, opts *RunInsert) (*RunCr
 
 // errCronFired is the ECONFLICT of a run whose cron firing was claimed
 // elsewhere (RunInsert.Cron).
-func errCronFired(f *CronFiring) error {
+func errCronFired(f *driver.CronFiring) error {
 	return Errorf(ECONFLICT, "Cron %s is not due at %s: its firing was claimed elsewhere, or it was disabled or deleted.",
 		f.CronID, f.Due.UTC().Format(time.RFC3339Nano))
 }
@@ -127,12 +129,12 @@ func errCronFired(f *CronFiring) error {
 // recomputed; running runs get the action recorded for their worker to
 // observe (RenewRunLease). Finished runs are left alone. ENOTFOUND when sel
 // names runs by id and one of them does not exist (or filter hides it).
-// Each pending run it ends gets its webhook queued (EndedRunWebhook, status
+// Each pending run it ends gets its webhook queued (endedRunWebhook, status
 // interrupted), and the temporary thread of a stateless run
 // (Kwargs.Temporary) is deleted with it, as a finish's DeleteThread does.
-func cancelRuns(ctx context.Context, st Storage, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]CancelledRun, error) {
-	var out []CancelledRun
-	err := st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+func cancelRuns(ctx context.Context, st driver.Storage, sel *RunCancelSelect, action string, now time.Time, filter Filter) ([]driver.CancelledRun, error) {
+	var out []driver.CancelledRun
+	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		out = nil
 		refs, err := tx.SelectRuns(ctx, sel, filter)
 		if err != nil {
@@ -176,8 +178,8 @@ func cancelRuns(ctx context.Context, st Storage, sel *RunCancelSelect, action st
 // cancelRun cancels one active run inside tx: a pending run is interrupted
 // or deleted at once (its webhook queued, a stateless run's thread
 // deleted), a running one gets the action recorded.
-func cancelRun(ctx context.Context, tx Tx, a RunRef, action string, now time.Time) (CancelledRun, error) {
-	c := CancelledRun{RunID: a.RunID, ThreadID: a.ThreadID, Action: action}
+func cancelRun(ctx context.Context, tx driver.Tx, a driver.RunRef, action string, now time.Time) (driver.CancelledRun, error) {
+	c := driver.CancelledRun{RunID: a.RunID, ThreadID: a.ThreadID, Action: action}
 	if a.Status == RunRunning {
 		c.Status = RunRunning
 		return c, tx.SetRunCancel(ctx, a.RunID, action, now)
@@ -210,12 +212,12 @@ func hasWebhook(run *Run) bool {
 // endedOutside reads a run that ends without finishRun (cancelled while
 // pending, ended by the sweep) and queues its webhook (webhookStatus,
 // errMsg) in tx. Call it before the run row changes or goes.
-func endedOutside(ctx context.Context, tx Tx, runID, webhookStatus string, now time.Time, errMsg string) (*Run, error) {
+func endedOutside(ctx context.Context, tx driver.Tx, runID, webhookStatus string, now time.Time, errMsg string) (*Run, error) {
 	run, err := tx.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	if d := EndedRunWebhook(run, webhookStatus, now, errMsg); d != nil {
+	if d := endedRunWebhook(run, webhookStatus, now, errMsg); d != nil {
 		if err := tx.InsertWebhook(ctx, d, now); err != nil {
 			return nil, err
 		}
@@ -225,7 +227,7 @@ func endedOutside(ctx context.Context, tx Tx, runID, webhookStatus string, now t
 
 // dropTemporaryThread deletes the temporary thread of a stateless run that
 // ended (on_completion delete), with its runs and checkpoints.
-func dropTemporaryThread(ctx context.Context, tx Tx, run *Run) error {
+func dropTemporaryThread(ctx context.Context, tx driver.Tx, run *Run) error {
 	if !run.Kwargs.Temporary {
 		return nil
 	}
@@ -234,12 +236,12 @@ func dropTemporaryThread(ctx context.Context, tx Tx, run *Run) error {
 
 // settleThread sets a busy thread with no pending or running run left to
 // idle.
-func settleThread(ctx context.Context, tx Tx, threadID string, now time.Time) error {
+func settleThread(ctx context.Context, tx driver.Tx, threadID string, now time.Time) error {
 	active, err := tx.ActiveRuns(ctx, threadID)
 	if err != nil || len(active) > 0 {
 		return err
 	}
-	err = tx.UpdateThread(ctx, threadID, &ThreadWrite{Now: now, Status: ThreadIdle, IfStatus: ThreadBusy})
+	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: ThreadIdle, IfStatus: ThreadBusy})
 	if ErrorCode(err) == ENOTFOUND {
 		return nil
 	}
@@ -248,7 +250,7 @@ func settleThread(ctx context.Context, tx Tx, threadID string, now time.Time) er
 
 // threadStatus is the status a thread gets after a run or a state update:
 // busy while it has a pending or running run, else status.
-func threadStatus(ctx context.Context, tx Tx, threadID, status string) (string, error) {
+func threadStatus(ctx context.Context, tx driver.Tx, threadID, status string) (string, error) {
 	active, err := tx.ActiveRuns(ctx, threadID)
 	if err != nil {
 		return "", err
@@ -262,12 +264,12 @@ func threadStatus(ctx context.Context, tx Tx, threadID, status string) (string, 
 // writeSummary records a thread's summary after a run: the status is busy
 // while other runs of the thread are pending or running. A missing thread
 // is not an error.
-func writeSummary(ctx context.Context, tx Tx, threadID string, sum *ThreadSummary, keepValues bool, now time.Time) error {
+func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time) error {
 	status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
 	if err != nil {
 		return err
 	}
-	err = tx.UpdateThread(ctx, threadID, &ThreadWrite{Now: now, Status: status, Summary: sum, KeepValues: keepValues})
+	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: status, Summary: sum, KeepValues: keepValues})
 	if ErrorCode(err) == ENOTFOUND {
 		return nil
 	}
@@ -278,23 +280,23 @@ func writeSummary(ctx context.Context, tx Tx, threadID string, sum *ThreadSummar
 // (idle when empty) and error after a state change, bumping updated_at and
 // state_updated_at. The status stays busy while the thread has a pending or
 // running run. ENOTFOUND when the thread is missing.
-func setThreadSummary(ctx context.Context, st Storage, threadID string, sum *ThreadSummary, now time.Time) error {
+func setThreadSummary(ctx context.Context, st driver.Storage, threadID string, sum *driver.ThreadSummary, now time.Time) error {
 	if sum == nil {
-		sum = &ThreadSummary{}
+		sum = &driver.ThreadSummary{}
 	}
-	return st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+	return st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
 		if err != nil {
 			return err
 		}
-		return tx.UpdateThread(ctx, threadID, &ThreadWrite{Now: now, Status: status, Summary: sum})
+		return tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: status, Summary: sum})
 	})
 }
 
 // finishRun records the end of a run owner holds, in one transaction: see
 // RunFinish. ENOTFOUND when owner no longer holds the run.
-func finishRun(ctx context.Context, st Storage, f *RunFinish) error {
-	return st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) error {
+	return st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
 		if err != nil {
 			return err
@@ -341,9 +343,9 @@ var maxAttemptsError = func() json.RawMessage {
 
 // sweepExpired puts running runs whose lease expired before now back to
 // pending, or ends them (see sweepRuns), and returns the runs it changed.
-func sweepExpired(ctx context.Context, st Storage, now time.Time, maxAttempts int) ([]SweptRun, error) {
-	var out []SweptRun
-	err := st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+func sweepExpired(ctx context.Context, st driver.Storage, now time.Time, maxAttempts int) ([]driver.SweptRun, error) {
+	var out []driver.SweptRun
+	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		out = nil
 		rows, err := tx.ExpiredRuns(ctx, now)
 		if err != nil {
@@ -357,13 +359,13 @@ func sweepExpired(ctx context.Context, st Storage, now time.Time, maxAttempts in
 
 // recoverGone applies sweepRuns to the runs of workers the storage knows to
 // be gone (RunRecoverer); nil when the storage cannot tell.
-func recoverGone(ctx context.Context, st Storage, now time.Time, maxAttempts int) ([]SweptRun, error) {
-	rr, ok := st.(RunRecoverer)
+func recoverGone(ctx context.Context, st driver.Storage, now time.Time, maxAttempts int) ([]driver.SweptRun, error) {
+	rr, ok := st.(driver.RunRecoverer)
 	if !ok {
 		return nil, nil
 	}
-	var out []SweptRun
-	err := rr.RecoverRuns(ctx, func(ctx context.Context, tx Tx, rows []RunRef) error {
+	var out []driver.SweptRun
+	err := rr.RecoverRuns(ctx, func(ctx context.Context, tx driver.Tx, rows []driver.RunRef) error {
 		var err error
 		out, err = sweepRuns(ctx, tx, rows, now, maxAttempts)
 		return err
@@ -376,12 +378,12 @@ func recoverGone(ctx context.Context, st Storage, now time.Time, maxAttempts int
 // for a rollback); a run that had maxAttempts attempts ends with status
 // error (its thread gets status error and RunMaxAttemptsMessage); any
 // other goes back to pending. Each run it ends gets its webhook queued
-// (EndedRunWebhook) and the temporary thread of a stateless run is deleted
+// (endedRunWebhook) and the temporary thread of a stateless run is deleted
 // with it.
-func sweepRuns(ctx context.Context, tx Tx, rows []RunRef, now time.Time, maxAttempts int) ([]SweptRun, error) {
-	out := make([]SweptRun, 0, len(rows))
+func sweepRuns(ctx context.Context, tx driver.Tx, rows []driver.RunRef, now time.Time, maxAttempts int) ([]driver.SweptRun, error) {
+	out := make([]driver.SweptRun, 0, len(rows))
 	for _, r := range rows {
-		sw := SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
+		sw := driver.SweptRun{RunID: r.RunID, ThreadID: r.ThreadID}
 		var ended *Run
 		if r.CancelAction != "" || r.Attempt >= maxAttempts {
 			status, msg := RunInterrupted, ""
@@ -418,7 +420,7 @@ func sweepRuns(ctx context.Context, tx Tx, rows []RunRef, now time.Time, maxAtte
 			if err := tx.SetRunStatus(ctx, r.RunID, RunError, now); err != nil {
 				return nil, err
 			}
-			sum := &ThreadSummary{Status: ThreadError, Error: maxAttemptsError}
+			sum := &driver.ThreadSummary{Status: ThreadError, Error: maxAttemptsError}
 			if err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
 				return nil, err
 			}

@@ -6,56 +6,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
 )
-
-// EventStorage is an optional Storage capability, detected with a type
-// assertion: the event logs of runs kept in storage, shared by every
-// process on it. With it, the process executing a run stores its events as
-// they come (in order, before the run's end is recorded), and a stream of
-// the run opened on any process replays the stored log, then follows it
-// live: event ids keep growing across attempts, whichever process runs
-// each. Without it (the sqlite driver), a run's events live in the memory of
-// the process executing it, and other processes see only its status.
-type EventStorage interface {
-	// AppendRunEvents stores events of run runID; each event's ID is its
-	// position in the run's log ("0", "1", ...). An event already stored at
-	// a position is kept.
-	AppendRunEvents(ctx context.Context, runID string, events []StreamEvent) error
-	// RunEvents returns up to limit stored events of runID from position
-	// from on, in order.
-	RunEvents(ctx context.Context, runID string, from, limit int) ([]StreamEvent, error)
-	// CountRunEvents returns the length of the run's stored log: the
-	// position of its next event.
-	CountRunEvents(ctx context.Context, runID string) (int, error)
-	// PruneRunEvents deletes the logs of the runs that ended before
-	// endedBefore, and of runs that are gone, and returns how many events
-	// it deleted.
-	PruneRunEvents(ctx context.Context, endedBefore time.Time) (int, error)
-}
-
-// Notifier is an optional Storage capability, detected with a type
-// assertion: notifications between the processes sharing the storage, so
-// that they act at once on what another process did instead of at their
-// next poll (Options.PollInterval) or lease renewal. The driver sends them
-// itself, with the changes they announce (a run queued, ended or cancelled,
-// events stored); the Server of each process listens.
-type Notifier interface {
-	// Listen calls fn with each notification until ctx ends, then returns
-	// ctx's error. It calls fn from one goroutine at a time. When it may
-	// have missed notifications (its connection was lost and restored), it
-	// sends NotifyReset.
-	Listen(ctx context.Context, fn func(Notification)) error
-}
-
-// Notification is one message of a Notifier.
-type Notification struct {
-	Kind   string // NotifyRunQueued, NotifyRunEnded, NotifyRunCancel, NotifyRunEvents or NotifyReset
-	RunID  string
-	Action string // NotifyRunCancel: CancelInterrupt or CancelRollback
-	// ThreadID is the run's thread (NotifyRunEvents): the thread streams
-	// of every process following it read the stored events.
-	ThreadID string
-}
 
 // Notification kinds.
 const (
@@ -71,7 +24,7 @@ const (
 const listenRetryDelay = time.Second
 
 // listen acts on the Notifier's notifications until the server drains.
-func (q *runQueue) listen(ctx context.Context, n Notifier) {
+func (q *runQueue) listen(ctx context.Context, n driver.Notifier) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -90,7 +43,7 @@ func (q *runQueue) listen(ctx context.Context, n Notifier) {
 		t := time.NewTimer(listenRetryDelay)
 		select {
 		case <-t.C:
-			q.notified(Notification{Kind: NotifyReset})
+			q.notified(driver.Notification{Kind: NotifyReset})
 		case <-ctx.Done():
 			t.Stop()
 			return
@@ -99,7 +52,7 @@ func (q *runQueue) listen(ctx context.Context, n Notifier) {
 }
 
 // notified acts on one notification.
-func (q *runQueue) notified(n Notification) {
+func (q *runQueue) notified(n driver.Notification) {
 	switch n.Kind {
 	case NotifyRunQueued:
 		q.signal()
@@ -149,7 +102,7 @@ func (q *runQueue) recheckRuns() {
 // EventStorage.
 type eventWriter struct {
 	q  *runQueue
-	st EventStorage
+	st driver.EventStorage
 }
 
 // storeTimeout bounds one write of events.
@@ -420,7 +373,7 @@ func (m *threadMirror) follow(threadID string) (release func()) {
 }
 
 // notified queues what a notification tells of the followed threads.
-func (m *threadMirror) notified(n Notification) {
+func (m *threadMirror) notified(n driver.Notification) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch n.Kind {

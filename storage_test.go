@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/storagetest"
 	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
@@ -28,7 +29,7 @@ var storageRules = storagetest.Rules{
 }
 
 // openSQLite opens a fresh SQLite storage in a temp dir, closed at cleanup.
-func openSQLite(tb testing.TB) graphserver.Storage {
+func openSQLite(tb testing.TB) driver.Storage {
 	tb.Helper()
 	db, err := sqlite.Open(filepath.Join(tb.TempDir(), "gs.db"))
 	require.NoError(tb, err)
@@ -39,7 +40,7 @@ func openSQLite(tb testing.TB) graphserver.Storage {
 // openPostgres opens a storage on a fresh schema of the PostgreSQL
 // database GRAPHSERVER_POSTGRES_URL names, dropped at cleanup; it skips tb
 // without the URL.
-func openPostgres(tb testing.TB) graphserver.Storage {
+func openPostgres(tb testing.TB) driver.Storage {
 	tb.Helper()
 	url := os.Getenv("GRAPHSERVER_POSTGRES_URL")
 	if url == "" {
@@ -77,14 +78,14 @@ func TestStorageRules(t *testing.T) {
 	t.Parallel()
 	t.Run("SQLite", func(t *testing.T) {
 		t.Parallel()
-		storagetest.RunWithRules(t, func(t *testing.T) graphserver.Storage { return openSQLite(t) }, storageRules)
+		storagetest.RunWithRules(t, func(t *testing.T) driver.Storage { return openSQLite(t) }, storageRules)
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
 		t.Parallel()
 		if os.Getenv("GRAPHSERVER_POSTGRES_URL") == "" {
 			t.Skip("PostgreSQL skipped: set GRAPHSERVER_POSTGRES_URL (for example postgres://postgres@127.0.0.1:5432/test) to run it")
 		}
-		storagetest.RunWithRules(t, func(t *testing.T) graphserver.Storage { return openPostgres(t) }, storageRules)
+		storagetest.RunWithRules(t, func(t *testing.T) driver.Storage { return openPostgres(t) }, storageRules)
 	})
 }
 
@@ -92,5 +93,5 @@ func TestStorageRules(t *testing.T) {
 // rules, so that the run rows (Hot/StatelessRun, Hot/ThreadRun) measure the
 // rules' transactions.
 func BenchmarkStorage(b *testing.B) {
-	storagetest.BenchmarkWithRules(b, func(b *testing.B) graphserver.Storage { return openSQLite(b) }, storageRules)
+	storagetest.BenchmarkWithRules(b, func(b *testing.B) driver.Storage { return openSQLite(b) }, storageRules)
 }

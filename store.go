@@ -10,22 +10,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // Item is a JSON object stored under a namespace path and a key.
-type Item struct {
-	Namespace []string  `json:"namespace"`
-	Key       string    `json:"key"`
-	Value     Object    `json:"value"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
+type Item = record.Item
 
 // SearchItem is an Item returned by a search; Score is set by query searches.
-type SearchItem struct {
-	Item
-	Score *float64 `json:"score"`
-}
+type SearchItem = record.SearchItem
 
 // Store is the cross-thread key-value store graphs read and write through
 // their runtime, and that the API exposes under /store. The server's own
@@ -145,85 +139,6 @@ type ItemSearchRequest struct {
 	ItemSearch
 }
 
-// ItemStorage persists store items. Namespaces reach it validated (at least
-// one label, no empty label, no "."), and times are UTC with millisecond
-// precision.
-type ItemStorage interface {
-	// PutItem inserts or replaces the item w describes and replaces its index
-	// entries with w.Index. It keeps the created_at of an item it replaces
-	// (expired or not) and sets updated_at to w.Now or, when w.Now is not
-	// later than the stored updated_at, to that plus one millisecond, so that
-	// successive puts of an item get strictly increasing times.
-	PutItem(ctx context.Context, w *ItemWrite) error
-	// GetItem returns the item, or ENOTFOUND when there is none or it has
-	// expired at now. With refresh, it first moves the expiry of an item that
-	// has a TTL to now + TTL.
-	GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*Item, error)
-	// DeleteItem deletes the item and its index entries; a missing item is
-	// not an error.
-	DeleteItem(ctx context.Context, namespace []string, key string) error
-	// SearchItems returns the page q.Offset, q.Limit of the items matching q
-	// that have not expired at q.Now: ranked by cosine similarity to
-	// q.Vector when set (items without vectors follow, unscored), else by
-	// full-text relevance to q.Query when set (only matching items), else
-	// newest updated_at first. With q.RefreshTTL it moves the expiry of the
-	// returned items that have a TTL to q.Now + TTL.
-	SearchItems(ctx context.Context, q *ItemQuery) ([]SearchItem, error)
-	// ListItemNamespaces returns the distinct namespaces of the items under
-	// prefix (every item when prefix is empty) that have not expired at now,
-	// in no particular order.
-	ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error)
-	// DeleteExpiredItems deletes the items expired at now and returns how
-	// many it deleted.
-	DeleteExpiredItems(ctx context.Context, now time.Time) (int, error)
-}
-
-// ItemWrite is an item as PutItem stores it.
-type ItemWrite struct {
-	Namespace []string
-	Key       string
-	Value     Object
-	Now       time.Time
-	TTL       time.Duration // 0: never expires; else expires at Now + TTL
-	Index     []ItemIndexEntry
-}
-
-// ItemIndexEntry is one indexed text of an item: the text at Path, and its
-// embedding when an Embedder is configured.
-type ItemIndexEntry struct {
-	Path   string
-	Text   string
-	Vector []float32
-}
-
-// ItemQuery selects items for ItemStorage.SearchItems.
-type ItemQuery struct {
-	NamespacePrefix []string // a namespace matches when it starts with these labels
-	// NamespaceLabels, from access control, restricts the search to the
-	// namespaces holding every one of these labels, at any position.
-	NamespaceLabels []string
-	Conditions      []ItemCondition
-	Query           string    // full-text query (when Vector is nil)
-	Vector          []float32 // query embedding
-	Limit           int
-	Offset          int
-	Now             time.Time
-	RefreshTTL      bool
-}
-
-// ItemCondition is one condition of a store search filter, on a top-level
-// field of the value. Op is one of "$eq", "$ne", "$gt", "$gte", "$lt",
-// "$lte". Value is a decoded JSON value (string, float64, bool, nil,
-// map[string]any or []any); the ordering operators only get a float64 or a
-// string, and compare values of the same JSON type only. $eq needs the same
-// JSON type and value; $ne matches wherever $eq does not, missing fields
-// included.
-type ItemCondition struct {
-	Field string
-	Op    string
-	Value any
-}
-
 // Filter operators of store search.
 var itemFilterOps = []string{"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
@@ -320,7 +235,7 @@ func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
 	if err := s.embedEntries(ctx, index); err != nil {
 		return err
 	}
-	return st.PutItem(ctx, &ItemWrite{
+	return st.PutItem(ctx, &driver.ItemWrite{
 		Namespace: slices.Clone(p.Namespace),
 		Key:       p.Key,
 		Value:     value,
@@ -331,7 +246,7 @@ func (s *Server) PutItem(ctx context.Context, p ItemPut) error {
 }
 
 // embedEntries sets the Vector of each entry when an Embedder is configured.
-func (s *Server) embedEntries(ctx context.Context, index []ItemIndexEntry) error {
+func (s *Server) embedEntries(ctx context.Context, index []driver.ItemIndexEntry) error {
 	if s.itemCfg.embedder == nil || len(index) == 0 {
 		return nil
 	}
@@ -475,7 +390,7 @@ func (s *Server) SearchItems(ctx context.Context, req ItemSearchRequest) ([]Sear
 		return nil, fmt.Errorf("store access filter: %w", err)
 	}
 	conds = append(conds, authConds...)
-	q := &ItemQuery{
+	q := &driver.ItemQuery{
 		NamespacePrefix: slices.Clone(req.NamespacePrefix),
 		NamespaceLabels: labels,
 		Conditions:      conds,
@@ -579,7 +494,7 @@ func (s *Server) namespacesOfMatchingItems(ctx context.Context, prefix, labels [
 	var out [][]string
 	const page = SearchLimitMax
 	for offset := 0; ; offset += page {
-		items, err := s.storage.SearchItems(ctx, &ItemQuery{
+		items, err := s.storage.SearchItems(ctx, &driver.ItemQuery{
 			NamespacePrefix: slices.Clone(prefix),
 			NamespaceLabels: labels,
 			Conditions:      conds,
@@ -785,8 +700,8 @@ func canonicalJSON(v any) (any, error) {
 }
 
 // parseItemFilter turns a store search filter into conditions.
-func parseItemFilter(f map[string]any) ([]ItemCondition, error) {
-	var out []ItemCondition
+func parseItemFilter(f map[string]any) ([]driver.ItemCondition, error) {
+	var out []driver.ItemCondition
 	keys := make([]string, 0, len(f))
 	for k := range f {
 		keys = append(keys, k)
@@ -825,7 +740,7 @@ func parseItemFilter(f map[string]any) ([]ItemCondition, error) {
 		}
 		ops, isOps := operatorObject(v)
 		if !isOps {
-			out = append(out, ItemCondition{Field: field, Op: "$eq", Value: v})
+			out = append(out, driver.ItemCondition{Field: field, Op: "$eq", Value: v})
 			continue
 		}
 		opNames := make([]string, 0, len(ops))
@@ -846,7 +761,7 @@ func parseItemFilter(f map[string]any) ([]ItemCondition, error) {
 					return nil, Errorf(EINVALID, "filter: %s on %q takes a number or a string", op, field)
 				}
 			}
-			out = append(out, ItemCondition{Field: field, Op: op, Value: operand})
+			out = append(out, driver.ItemCondition{Field: field, Op: op, Value: operand})
 		}
 	}
 	return out, nil
@@ -870,8 +785,8 @@ func operatorObject(v any) (map[string]any, bool) {
 
 // indexEntries returns the texts of value at the given paths. A path matching
 // nothing contributes nothing.
-func indexEntries(value Object, paths []string) ([]ItemIndexEntry, error) {
-	var out []ItemIndexEntry
+func indexEntries(value Object, paths []string) ([]driver.ItemIndexEntry, error) {
+	var out []driver.ItemIndexEntry
 	for _, p := range paths {
 		segs, err := parseIndexPath(p)
 		if err != nil {
@@ -888,7 +803,7 @@ func indexEntries(value Object, paths []string) ([]ItemIndexEntry, error) {
 				}
 				text = string(b)
 			}
-			out = append(out, ItemIndexEntry{Path: p, Text: text})
+			out = append(out, driver.ItemIndexEntry{Path: p, Text: text})
 		}
 	}
 	return out, nil

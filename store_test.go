@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/embedtest"
 	"github.com/graphserver/graphserver/sqlite"
 )
@@ -316,7 +317,7 @@ func TestStoreSweeperRunsInBackground(t *testing.T) {
 	stored := func() int {
 		// Ask the storage as of before the expiry: it lists the item until
 		// the sweep deletes the row.
-		items, err := b.db.SearchItems(b.ctx, &graphserver.ItemQuery{Limit: 10, Now: start})
+		items, err := b.db.SearchItems(b.ctx, &driver.ItemQuery{Limit: 10, Now: start})
 		require.NoError(t, err)
 		return len(items)
 	}

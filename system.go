@@ -18,6 +18,15 @@ func SystemAssistantID(graphID string) string {
 	return uuid.NewSHA1(systemAssistantNamespace, []byte(graphID)).String()
 }
 
+// systemCreatedBy is the metadata.created_by of the system assistants.
+const systemCreatedBy = "system"
+
+// SystemAssistantFilter returns the Filter matching the system assistants
+// (metadata {"created_by": "system"}): search with it to list them; the
+// HTTP API's truncate keeps what it matches
+// (driver.TruncateOptions.KeepAssistants).
+func SystemAssistantFilter() Filter { return Filter{"created_by": systemCreatedBy} }
+
 // ensureSystemAssistants creates one assistant per registered graph, leaving
 // existing ones untouched.
 func (s *Server) ensureSystemAssistants(ctx context.Context) error {
@@ -29,7 +38,7 @@ func (s *Server) ensureSystemAssistants(ctx context.Context) error {
 			GraphID:     graphID,
 			Config:      config,
 			Context:     runtimeCtx,
-			Metadata:    Metadata{"created_by": "system"},
+			Metadata:    Metadata{"created_by": systemCreatedBy},
 			Name:        graphID,
 			Version:     1,
 			CreatedAt:   now,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // WebhookSender delivers one webhook: an HTTP POST of body with the given
@@ -187,7 +188,7 @@ func (w *webhooks) signal() {
 
 // delivery builds the outbox entry of a finished run: the run record
 // with its final status, plus run_started_at, run_ended_at, values and error.
-func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.Time, errJSON json.RawMessage) *WebhookDelivery {
+func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.Time, errJSON json.RawMessage) *driver.WebhookDelivery {
 	status := out.status
 	if out.rollback {
 		status = RunInterrupted
@@ -208,7 +209,7 @@ func (w *webhooks) delivery(run *Run, out *runOutcome, startedAt, endedAt time.T
 // webhookDelivery builds the outbox entry of a run that ended with status:
 // the run record plus run_started_at (null if it never started),
 // run_ended_at, values and, when errMsg is set, error.
-func webhookDelivery(run *Run, status string, startedAt *time.Time, endedAt time.Time, values json.RawMessage, errMsg string) *WebhookDelivery {
+func webhookDelivery(run *Run, status string, startedAt *time.Time, endedAt time.Time, values json.RawMessage, errMsg string) *driver.WebhookDelivery {
 	r := *run
 	r.Status = status
 	r.UpdatedAt = endedAt
@@ -229,17 +230,17 @@ func webhookDelivery(run *Run, status string, startedAt *time.Time, endedAt time
 	if errMsg != "" {
 		body["error"] = marshalOutput(errMsg)
 	}
-	return &WebhookDelivery{ID: webhookDeliveryID(run.RunID), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
+	return &driver.WebhookDelivery{ID: webhookDeliveryID(run.RunID), RunID: run.RunID, URL: *run.Kwargs.Webhook, Body: marshalOutput(body), NextAt: endedAt}
 }
 
-// EndedRunWebhook returns the outbox delivery of a run that ended with
+// endedRunWebhook returns the outbox delivery of a run that ended with
 // status at endedAt without executing to its end — cancelled while pending,
 // or ended by the lease sweep (a cancellation its dead worker never saw, or
 // out of attempts) — or nil when the run asked for no webhook. errMsg, when
 // set, is the delivery's error. Storage drivers call it to queue the
 // delivery in the transaction that ends the run (see RunStorage), so that a
 // crash cannot end a run and lose its webhook.
-func EndedRunWebhook(run *Run, status string, endedAt time.Time, errMsg string) *WebhookDelivery {
+func endedRunWebhook(run *Run, status string, endedAt time.Time, errMsg string) *driver.WebhookDelivery {
 	if run == nil || run.Kwargs.Webhook == nil || *run.Kwargs.Webhook == "" {
 		return nil
 	}
@@ -314,7 +315,7 @@ func (w *webhooks) loop(ctx context.Context) {
 }
 
 // send makes one attempt and records it.
-func (w *webhooks) send(ctx context.Context, d *WebhookDelivery) {
+func (w *webhooks) send(ctx context.Context, d *driver.WebhookDelivery) {
 	q := w.q
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(d.Body, &body); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // A list channel (Append, AddMessages) is stored as deltas: each version
@@ -45,7 +46,7 @@ type ckpt struct {
 	finished map[string]bool
 	start    any
 	hasStart bool
-	pending  []graphserver.PendingWrite
+	pending  []driver.PendingWrite
 	runID    string // the run that wrote it (stored checkpoints)
 }
 
@@ -276,7 +277,7 @@ func interruptID(taskNS string) string {
 }
 
 // fromRecord decodes a stored checkpoint.
-func fromRecord(rec *graphserver.CheckpointRecord) (*ckpt, error) {
+func fromRecord(rec *driver.CheckpointRecord) (*ckpt, error) {
 	c := emptyCkpt(rec.NS)
 	c.id, c.parentID, c.createdAt = rec.CheckpointID, rec.ParentCheckpointID, rec.CreatedAt
 	c.metadata = rec.Metadata
@@ -335,8 +336,8 @@ func (t tracker) changed(k string, appendOnly bool) {
 
 // record builds the CheckpointRecord of c, with blobs for the channels that
 // changed since the last persisted checkpoint.
-func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) (*graphserver.CheckpointRecord, error) {
-	rec := &graphserver.CheckpointRecord{
+func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) (*driver.CheckpointRecord, error) {
+	rec := &driver.CheckpointRecord{
 		ThreadID: threadID, NS: c.ns, CheckpointID: c.id, ParentCheckpointID: parentID, RunID: runID,
 		CreatedAt: c.createdAt, Metadata: c.metadata, ChannelVersions: maps.Clone(c.versions),
 	}
@@ -353,7 +354,7 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		}
 		val := c.values[k]
 		l, isList := val.([]any)
-		blob := graphserver.ChannelBlob{Channel: k, Version: v}
+		blob := driver.ChannelBlob{Channel: k, Version: v}
 		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" &&
 			len(l) >= p.length {
 			data, err := json.Marshal(l[p.length:])
@@ -380,7 +381,7 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 }
 
 // load reads a checkpoint (the latest when id is ""); nil when there is none.
-func load(ctx context.Context, cp graphserver.Checkpointer, threadID, ns, id string) (*ckpt, error) {
+func load(ctx context.Context, cp driver.Checkpointer, threadID, ns, id string) (*ckpt, error) {
 	rec, err := cp.GetCheckpoint(ctx, threadID, ns, id)
 	if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 		if id != "" {

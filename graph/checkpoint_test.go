@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/stretchr/testify/require"
 )
@@ -15,10 +16,10 @@ import (
 type blobRecorder struct {
 	*graph.MemoryCheckpointer
 	mu    sync.Mutex
-	blobs []graphserver.ChannelBlob
+	blobs []driver.ChannelBlob
 }
 
-func (b *blobRecorder) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
+func (b *blobRecorder) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
 	b.mu.Lock()
 	b.blobs = append(b.blobs, cp.NewBlobs...)
 	b.mu.Unlock()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Channels of a functional graph.
@@ -245,14 +246,14 @@ type stepCalls struct {
 	idle    *sync.Cond
 	running int
 	closed  bool
-	pending map[string][]graphserver.PendingWrite // by task id: what earlier executions saved
+	pending map[string][]driver.PendingWrite // by task id: what earlier executions saved
 	byID    map[string]*task
 	ran     []*task // the calls run in this step
 	err     error   // saving a call's writes failed
 }
 
-func newStepCalls(ctx context.Context, pending []graphserver.PendingWrite) *stepCalls {
-	sc := &stepCalls{ctx: ctx, pending: map[string][]graphserver.PendingWrite{}, byID: map[string]*task{}}
+func newStepCalls(ctx context.Context, pending []driver.PendingWrite) *stepCalls {
+	sc := &stepCalls{ctx: ctx, pending: map[string][]driver.PendingWrite{}, byID: map[string]*task{}}
 	sc.idle = sync.NewCond(&sc.mu)
 	for _, w := range pending {
 		sc.pending[w.TaskID] = append(sc.pending[w.TaskID], w)

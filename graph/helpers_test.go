@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/stretchr/testify/require"
 )
@@ -45,7 +46,7 @@ func (r *recorder) of(event string) []any {
 type harness struct {
 	t      *testing.T
 	g      *graph.Compiled
-	cp     graphserver.Checkpointer
+	cp     driver.Checkpointer
 	thread string
 }
 

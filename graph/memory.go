@@ -14,25 +14,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-// MemoryCheckpointer is an in-memory graphserver.Checkpointer. It stores
+// MemoryCheckpointer is an in-memory driver.Checkpointer. It stores
 // blobs as given (delta blobs included) and rebuilds full values on read,
 // as storage drivers do. It is safe for concurrent use; the zero value is
 // not usable, call NewMemoryCheckpointer.
 type MemoryCheckpointer struct {
 	mu     sync.Mutex
-	cps    map[string]*graphserver.CheckpointRecord // thread|ns|id
-	order  map[string][]string                      // thread|ns -> ids, ascending
-	blobs  map[string]graphserver.ChannelBlob       // thread|ns|channel|version
-	writes map[string][]graphserver.PendingWrite    // thread|ns|id -> writes
+	cps    map[string]*driver.CheckpointRecord // thread|ns|id
+	order  map[string][]string                 // thread|ns -> ids, ascending
+	blobs  map[string]driver.ChannelBlob       // thread|ns|channel|version
+	writes map[string][]driver.PendingWrite    // thread|ns|id -> writes
 }
 
-var _ graphserver.Checkpointer = (*MemoryCheckpointer)(nil)
+var _ driver.Checkpointer = (*MemoryCheckpointer)(nil)
 
 // NewMemoryCheckpointer returns an empty MemoryCheckpointer.
 func NewMemoryCheckpointer() *MemoryCheckpointer {
-	return &MemoryCheckpointer{cps: map[string]*graphserver.CheckpointRecord{}, order: map[string][]string{}, blobs: map[string]graphserver.ChannelBlob{}, writes: map[string][]graphserver.PendingWrite{}}
+	return &MemoryCheckpointer{cps: map[string]*driver.CheckpointRecord{}, order: map[string][]string{}, blobs: map[string]driver.ChannelBlob{}, writes: map[string][]driver.PendingWrite{}}
 }
 
 // key joins parts into a map key, each part prefixed with its length so
@@ -53,7 +54,7 @@ func key(parts ...string) string {
 }
 
 // PutCheckpoint saves cp and its blobs.
-func (m *MemoryCheckpointer) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
+func (m *MemoryCheckpointer) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, b := range cp.NewBlobs {
@@ -62,7 +63,7 @@ func (m *MemoryCheckpointer) PutCheckpoint(ctx context.Context, cp *graphserver.
 				return fmt.Errorf("put checkpoint %s: delta blob of %s based on unknown version %s", cp.CheckpointID, b.Channel, b.Base)
 			}
 		}
-		m.blobs[key(cp.ThreadID, cp.NS, b.Channel, b.Version)] = graphserver.ChannelBlob{Channel: b.Channel, Version: b.Version, Base: b.Base, Data: slices.Clone(b.Data)}
+		m.blobs[key(cp.ThreadID, cp.NS, b.Channel, b.Version)] = driver.ChannelBlob{Channel: b.Channel, Version: b.Version, Base: b.Base, Data: slices.Clone(b.Data)}
 	}
 	for ch, v := range cp.ChannelVersions {
 		if _, ok := m.blobs[key(cp.ThreadID, cp.NS, ch, v)]; !ok {
@@ -86,11 +87,11 @@ func (m *MemoryCheckpointer) PutCheckpoint(ctx context.Context, cp *graphserver.
 }
 
 // PutWrites replaces the pending writes of taskID at a checkpoint.
-func (m *MemoryCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []graphserver.PendingWrite) error {
+func (m *MemoryCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []driver.PendingWrite) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := key(threadID, ns, checkpointID)
-	kept := slices.DeleteFunc(slices.Clone(m.writes[k]), func(w graphserver.PendingWrite) bool { return w.TaskID == taskID })
+	kept := slices.DeleteFunc(slices.Clone(m.writes[k]), func(w driver.PendingWrite) bool { return w.TaskID == taskID })
 	for _, w := range writes {
 		w.TaskID = taskID
 		w.Value = slices.Clone(w.Value)
@@ -101,7 +102,7 @@ func (m *MemoryCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkp
 }
 
 // GetCheckpoint returns one checkpoint (the latest when checkpointID is "").
-func (m *MemoryCheckpointer) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*graphserver.CheckpointRecord, error) {
+func (m *MemoryCheckpointer) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*driver.CheckpointRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if checkpointID == "" {
@@ -119,11 +120,11 @@ func (m *MemoryCheckpointer) GetCheckpoint(ctx context.Context, threadID, ns, ch
 }
 
 // ListCheckpoints lists checkpoints of one namespace, newest first.
-func (m *MemoryCheckpointer) ListCheckpoints(ctx context.Context, threadID string, opts graphserver.CheckpointListOptions) ([]*graphserver.CheckpointRecord, error) {
+func (m *MemoryCheckpointer) ListCheckpoints(ctx context.Context, threadID string, opts driver.CheckpointListOptions) ([]*driver.CheckpointRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ids := m.order[key(threadID, opts.NS)]
-	var out []*graphserver.CheckpointRecord
+	var out []*driver.CheckpointRecord
 	for i := len(ids) - 1; i >= 0; i-- {
 		if opts.Before != "" && ids[i] >= opts.Before {
 			continue
@@ -166,7 +167,7 @@ func (m *MemoryCheckpointer) Size() int {
 	return n
 }
 
-func (m *MemoryCheckpointer) fill(rec *graphserver.CheckpointRecord) (*graphserver.CheckpointRecord, error) {
+func (m *MemoryCheckpointer) fill(rec *driver.CheckpointRecord) (*driver.CheckpointRecord, error) {
 	out := *rec
 	out.Metadata = cloneJSON(rec.Metadata)
 	out.ChannelVersions = maps.Clone(rec.ChannelVersions)

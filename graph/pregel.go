@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // task is one unit of work of a superstep.
@@ -91,13 +92,13 @@ type runner struct {
 
 	// the Command's update/goto writes not yet saved (durability exit) and
 	// the checkpoint they are pending on
-	nullWrites []graphserver.PendingWrite
+	nullWrites []driver.PendingWrite
 	nullAt     string
 
 	// the task calls of the running step, and the pending writes its
 	// tasks may reuse
 	calls       *stepCalls
-	stepPending []graphserver.PendingWrite
+	stepPending []driver.PendingWrite
 }
 
 type saveOp struct {
@@ -512,16 +513,16 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 		// nothing to resume: apply update and goto as a new superstep base
 		for _, w := range writes {
 			if w.ch != chResume {
-				cs.pending = append(cs.pending, graphserver.PendingWrite{TaskID: nullTaskID, Channel: w.ch, Value: mustJSON(w.v)})
+				cs.pending = append(cs.pending, driver.PendingWrite{TaskID: nullTaskID, Channel: w.ch, Value: mustJSON(w.v)})
 			}
 		}
 		r.applyNullWrites(cs)
 		cs.pending = nil
 		return nil
 	}
-	pws := make([]graphserver.PendingWrite, 0, len(writes))
+	pws := make([]driver.PendingWrite, 0, len(writes))
 	for i, w := range writes {
-		pws = append(pws, graphserver.PendingWrite{TaskID: nullTaskID, TaskPath: "", Idx: i, Channel: w.ch, Value: mustJSON(w.v)})
+		pws = append(pws, driver.PendingWrite{TaskID: nullTaskID, TaskPath: "", Idx: i, Channel: w.ch, Value: mustJSON(w.v)})
 	}
 	if r.rc.durability != "exit" {
 		if err := r.rc.cp.PutWrites(ctx, r.rc.threadID, r.ns, cs.id, nullTaskID, pws); err != nil {
@@ -530,7 +531,7 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 	} else {
 		r.nullWrites, r.nullAt = pws, cs.id
 	}
-	cs.pending = slices.DeleteFunc(cs.pending, func(w graphserver.PendingWrite) bool { return w.TaskID == nullTaskID })
+	cs.pending = slices.DeleteFunc(cs.pending, func(w driver.PendingWrite) bool { return w.TaskID == nullTaskID })
 	cs.pending = append(cs.pending, pws...)
 	return nil
 }
@@ -539,7 +540,7 @@ func (r *runner) applyCommandInput(ctx context.Context, cs *ckpt, cmd *graphserv
 // resume value answers, one per interrupted task, as LangGraph's
 // _pending_interrupts does (a plain resume value cannot choose among
 // several).
-func hangingInterrupts(pending []graphserver.PendingWrite) int {
+func hangingInterrupts(pending []driver.PendingWrite) int {
 	interrupted := map[string]string{}
 	resumed := map[string]bool{}
 	for _, w := range pending {
@@ -722,8 +723,8 @@ func (g *Compiled) finish(next *ckpt, written map[string]bool, nv string) {
 // resumeWrites keeps of pending the resume values saved for tasks (a
 // replayed task interrupting again gets them, as LangGraph's scratchpad
 // does), leaving out their writes, errors and interrupts.
-func resumeWrites(pending []graphserver.PendingWrite) []graphserver.PendingWrite {
-	var out []graphserver.PendingWrite
+func resumeWrites(pending []driver.PendingWrite) []driver.PendingWrite {
+	var out []driver.PendingWrite
 	for _, w := range pending {
 		if w.Channel == chResume && w.TaskID != nullTaskID {
 			out = append(out, w)
@@ -733,13 +734,13 @@ func resumeWrites(pending []graphserver.PendingWrite) []graphserver.PendingWrite
 }
 
 // attachWrites gives tasks the pending writes saved for them.
-func attachWrites(tasks []*task, pending []graphserver.PendingWrite) {
+func attachWrites(tasks []*task, pending []driver.PendingWrite) {
 	byID := map[string]*task{}
 	for _, t := range tasks {
 		byID[t.id] = t
 	}
 	ws := slices.Clone(pending)
-	slices.SortStableFunc(ws, func(a, b graphserver.PendingWrite) int { return cmp.Compare(a.Idx, b.Idx) })
+	slices.SortStableFunc(ws, func(a, b driver.PendingWrite) int { return cmp.Compare(a.Idx, b.Idx) })
 	for _, w := range ws {
 		t := byID[w.TaskID]
 		if t == nil {
@@ -1088,9 +1089,9 @@ func (r *runner) putWrites(ctx context.Context, cs *ckpt, t *task) error {
 			ws = []write{{chNoWrites, nil}}
 		}
 	}
-	pws := make([]graphserver.PendingWrite, len(ws))
+	pws := make([]driver.PendingWrite, len(ws))
 	for i, w := range ws {
-		pws[i] = graphserver.PendingWrite{TaskID: t.id, TaskPath: t.pathKey, Idx: i, Channel: w.ch, Value: mustJSON(w.v)}
+		pws[i] = driver.PendingWrite{TaskID: t.id, TaskPath: t.pathKey, Idx: i, Channel: w.ch, Value: mustJSON(w.v)}
 	}
 	if err := r.rc.cp.PutWrites(context.WithoutCancel(ctx), r.rc.threadID, r.ns, cs.id, t.id, pws); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // runCtx is shared by the runners of one run (root and subgraphs).
@@ -22,7 +23,7 @@ type runCtx struct {
 	emitFn         func(graphserver.StreamPart)
 	mu             sync.Mutex
 	modes          map[string]bool
-	cp             graphserver.Checkpointer
+	cp             driver.Checkpointer
 	threadID       string
 	durability     string
 	recursionLimit int

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/sqlite"
 	"github.com/stretchr/testify/require"
@@ -179,7 +180,7 @@ func BenchmarkSuperstep(b *testing.B) {
 	c, err := g.Compile(graph.CompileOptions{})
 	require.NoError(b, err)
 	ctx := context.Background()
-	run := func(b *testing.B, cp graphserver.Checkpointer, thread string) {
+	run := func(b *testing.B, cp driver.Checkpointer, thread string) {
 		b.ReportAllocs()
 		for b.Loop() {
 			require.NoError(b, c.Run(ctx, &graphserver.GraphRun{ThreadID: thread, Input: json.RawMessage(`{"n": 0}`), Checkpointer: cp}, nil))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Run executes the graph once (see graphserver.Graph). A pause at an
@@ -289,7 +290,7 @@ func (g *Compiled) withNullWrites(c *ckpt, track tracker) (*ckpt, bool) {
 	return &out, true
 }
 
-func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, threadID string, g *Compiled, cs *ckpt, subgraphs bool, mode snapMode) *graphserver.ThreadState {
+func (c *Compiled) stateAt(ctx context.Context, cp driver.Checkpointer, threadID string, g *Compiled, cs *ckpt, subgraphs bool, mode snapMode) *graphserver.ThreadState {
 	var expand func(t *task) *graphserver.ThreadState
 	if subgraphs {
 		expand = func(t *task) *graphserver.ThreadState {
@@ -306,7 +307,7 @@ func (c *Compiled) stateAt(ctx context.Context, cp graphserver.Checkpointer, thr
 
 // latestID returns the id of the latest checkpoint of namespace ns ("" if
 // there is none).
-func latestID(ctx context.Context, cp graphserver.Checkpointer, threadID, ns string) (string, error) {
+func latestID(ctx context.Context, cp driver.Checkpointer, threadID, ns string) (string, error) {
 	cs, err := load(ctx, cp, threadID, ns, "")
 	if err != nil || cs == nil {
 		return "", err
@@ -372,14 +373,14 @@ func (c *Compiled) History(ctx context.Context, req *graphserver.HistoryRequest)
 			before = upTo
 		}
 	}
-	recs, err := req.Checkpointer.ListCheckpoints(ctx, req.Checkpoint.ThreadID, graphserver.CheckpointListOptions{NS: ns, Before: before, Limit: req.Limit, Metadata: req.Metadata})
+	recs, err := req.Checkpointer.ListCheckpoints(ctx, req.Checkpoint.ThreadID, driver.CheckpointListOptions{NS: ns, Before: before, Limit: req.Limit, Metadata: req.Metadata})
 	if err != nil {
 		return nil, err
 	}
 	// The latest checkpoint of the namespace reads as State shows it. It
 	// heads the list unless the list is bounded or filtered.
 	head := ""
-	if slices.ContainsFunc(recs, func(r *graphserver.CheckpointRecord) bool { return len(r.PendingWrites) > 0 }) {
+	if slices.ContainsFunc(recs, func(r *driver.CheckpointRecord) bool { return len(r.PendingWrites) > 0 }) {
 		if before == "" && len(req.Metadata) == 0 {
 			head = recs[0].CheckpointID
 		} else if head, err = latestID(ctx, req.Checkpointer, req.Checkpoint.ThreadID, ns); err != nil {

@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // MaxBodyBytesDefault is the request body limit when Options.MaxBodyBytes is 0.
@@ -76,7 +77,7 @@ type Options struct {
 	// assistants but the system ones, store, checkpoint or checkpointer)
 	// through Truncate, the Server's storage (sqlite.DB implements it).
 	// Default nil: the route is not served. Never set it in production.
-	Truncate graphserver.TruncateStorage
+	Truncate driver.TruncateStorage
 
 	// Metrics serves GET /metrics in the Prometheus text format: HTTP
 	// requests by route pattern and status with latencies, runs by status

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/sqlite"
@@ -174,7 +175,7 @@ func TestCORSPreflight(t *testing.T) {
 // brokenStorage is a Storage whose Ping fails and whose other methods panic
 // (the embedded interface is nil).
 type brokenStorage struct {
-	graphserver.Storage
+	driver.Storage
 	pingErr error
 }
 

@@ -12,8 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphserver/graphserver"
-
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/httpapi"
 )
 
@@ -146,4 +145,4 @@ func TestDocsPage(t *testing.T) {
 // where only the route's presence matters.
 type truncateNop struct{}
 
-func (truncateNop) Truncate(context.Context, graphserver.TruncateOptions) error { return nil }
+func (truncateNop) Truncate(context.Context, driver.TruncateOptions) error { return nil }

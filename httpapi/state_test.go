@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/sqlite"
@@ -241,8 +242,8 @@ func TestThreadState(t *testing.T) {
 		require.Equal(t, 200, f.call(t, "POST", "/threads/count", `{}`, &count))
 		require.Equal(t, 1, count, "failed supersteps delete the new thread again")
 
-		require.NoError(t, f.db.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
-			return tx.UpdateThread(ctx, th.ThreadID, &graphserver.ThreadWrite{Now: th.UpdatedAt, Status: graphserver.ThreadBusy})
+		require.NoError(t, f.db.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+			return tx.UpdateThread(ctx, th.ThreadID, &driver.ThreadWrite{Now: th.UpdatedAt, Status: graphserver.ThreadBusy})
 		}))
 		_, err := f.db.UpdateThread(t.Context(), th.ThreadID, &graphserver.ThreadPatch{Metadata: graphserver.Metadata{"graph_id": "pipeline"}}, th.UpdatedAt, nil)
 		require.NoError(t, err)

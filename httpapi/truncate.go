@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // truncateRequest is the body of POST /internal/truncate; the JS dev server
@@ -25,12 +26,14 @@ func (h *handler) truncate(w http.ResponseWriter, r *http.Request) error {
 	if err := h.decode(w, r, &req); err != nil {
 		return err
 	}
-	opts := graphserver.TruncateOptions{
-		Runs:        req.Runs,
-		Threads:     req.Threads,
-		Assistants:  req.Assistants,
-		Checkpoints: req.Checkpoint || req.Checkpointer,
-		Store:       req.Store,
+	opts := driver.TruncateOptions{
+		Runs:       req.Runs,
+		Threads:    req.Threads,
+		Assistants: req.Assistants,
+		// The system assistants stay, as in the LangGraph servers.
+		KeepAssistants: graphserver.SystemAssistantFilter(),
+		Checkpoints:    req.Checkpoint || req.Checkpointer,
+		Store:          req.Store,
 	}
 	if opts.Runs || opts.Threads {
 		err := h.srv.CancelRuns(r.Context(), graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelInterrupt)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
@@ -82,7 +83,7 @@ type checkpointRow struct {
 const checkpointColumns = `checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at, metadata, channels, body`
 
 // validCheckpoint checks what PutCheckpoint checks before writing.
-func validCheckpoint(cp *graphserver.CheckpointRecord) error {
+func validCheckpoint(cp *driver.CheckpointRecord) error {
 	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
 	}
@@ -110,14 +111,14 @@ func arrayInner(data []byte) (inner []byte, ok bool) {
 	return bytes.TrimSpace(data[1 : len(data)-1]), true
 }
 
-// PutCheckpoint implements graphserver.Checkpointer. The checkpoint row is
+// PutCheckpoint implements driver.Checkpointer. The checkpoint row is
 // inserted, or replaced when one with the same thread, namespace and id
 // exists; each of cp.NewBlobs is stored unless the parent checkpoint (or
 // the one replaced) has the same channel and version already. A delta blob
 // is stored as the elements it appends to its base's blob. ENOTFOUND when
 // the thread does not exist; EINVALID for missing ids, invalid JSON, a delta
 // blob that is not an array or whose base version is not stored.
-func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
+func (db *DB) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
 	if err := validCheckpoint(cp); err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 // the channels of the parent and replaced checkpoints, ids for the new
 // blobs) is one statement, and its inserts go with the commit (pipeTx):
 // two round trips in all.
-func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *graphserver.CheckpointRecord, created time.Time, runID, owner string) error {
+func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, created time.Time, runID, owner string) error {
 	metadata, err := jsoncol.Object(cp.Metadata)
 	if err != nil {
 		return err
@@ -270,7 +271,7 @@ func (p *placer) scan(ch, v string) (chanLoc, bool, error) {
 
 // put stores one blob: a whole value, or a delta as the elements it appends
 // to its base's blob.
-func (p *placer) put(b graphserver.ChannelBlob) error {
+func (p *placer) put(b driver.ChannelBlob) error {
 	if _, ok := p.find(b.Channel, b.Version); ok {
 		return nil
 	}
@@ -303,10 +304,10 @@ func (p *placer) put(b graphserver.ChannelBlob) error {
 	return nil
 }
 
-// PutWrites implements graphserver.Checkpointer: the task's earlier writes
+// PutWrites implements driver.Checkpointer: the task's earlier writes
 // at that checkpoint are replaced by writes (TaskID set to taskID).
 // ENOTFOUND when the thread does not exist.
-func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	if err := validWrites(writes); err != nil {
 		return err
 	}
@@ -315,11 +316,11 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 	})
 }
 
-// PutRunCheckpoint implements graphserver.RunCheckpointer: PutCheckpoint,
+// PutRunCheckpoint implements driver.RunCheckpointer: PutCheckpoint,
 // in a transaction that first checks that owner holds run runID (ENOTFOUND
 // when not). The run's row stays locked until the checkpoint is committed,
 // so a sweep cannot give the run to another worker meanwhile.
-func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *graphserver.CheckpointRecord) error {
+func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *driver.CheckpointRecord) error {
 	if err := validCheckpoint(cp); err != nil {
 		return err
 	}
@@ -332,11 +333,11 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *gra
 	})
 }
 
-// PutRunWrites implements graphserver.RunCheckpointer: PutWrites for run
+// PutRunWrites implements driver.RunCheckpointer: PutWrites for run
 // runID held by owner (ENOTFOUND when not), recording the writes as the
 // run's; the writes of the task made by another run (or none) move to
 // checkpoint_writes_replaced, from where deleting the run restores them.
-func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	if runID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A run id is required.")
 	}
@@ -363,7 +364,7 @@ func holdsRun(ctx context.Context, tx pgx.Tx, runID, owner string) error {
 	return nil
 }
 
-func validWrites(writes []graphserver.PendingWrite) error {
+func validWrites(writes []driver.PendingWrite) error {
 	for _, w := range writes {
 		if !json.Valid(w.Value) {
 			return graphserver.Errorf(graphserver.EINVALID, "The pending write to channel %q is not valid JSON.", w.Channel)
@@ -375,7 +376,7 @@ func validWrites(writes []graphserver.PendingWrite) error {
 // putWrites replaces the writes of task taskID at a checkpoint, recording
 // them as run runID's ("" = no run). A run keeps the rows it replaces that
 // are not its own in checkpoint_writes_replaced.
-func putWrites(ctx context.Context, tx pgx.Tx, runID, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+func putWrites(ctx context.Context, tx pgx.Tx, runID, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	if ok, err := scalar[bool](ctx, tx, `SELECT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?)`, threadID); err != nil {
 		return fmt.Errorf("put writes: %w", err)
 	} else if !ok {
@@ -419,8 +420,8 @@ func putWrites(ctx context.Context, tx pgx.Tx, runID, threadID, ns, cpID, taskID
 	return nil
 }
 
-// GetCheckpoint implements graphserver.Checkpointer.
-func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
+// GetCheckpoint implements driver.Checkpointer.
+func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*driver.CheckpointRecord, error) {
 	// No transaction: under READ COMMITTED it would give the statements no
 	// common snapshot, only two more round trips. A checkpoint's blobs
 	// never change, and go only when no checkpoint needs them.
@@ -430,7 +431,7 @@ func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*gr
 
 // getCheckpoint reads one checkpoint (the latest in ns when cpID is
 // empty) with its values and pending writes.
-func getCheckpoint(ctx context.Context, q querier, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
+func getCheckpoint(ctx context.Context, q querier, threadID, ns, cpID string) (*driver.CheckpointRecord, error) {
 	var r checkpointRow
 	var err error
 	if cpID == "" {
@@ -452,8 +453,8 @@ func getCheckpoint(ctx context.Context, q querier, threadID, ns, cpID string) (*
 }
 
 // loadCheckpoint decodes r and fills its values and pending writes.
-func loadCheckpoint(ctx context.Context, q querier, threadID string, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
-	cp := &graphserver.CheckpointRecord{
+func loadCheckpoint(ctx context.Context, q querier, threadID string, r *checkpointRow) (*driver.CheckpointRecord, error) {
+	cp := &driver.CheckpointRecord{
 		ThreadID: threadID, NS: r.NS, CheckpointID: r.CheckpointID, ParentCheckpointID: r.ParentCheckpointID,
 		RunID: r.RunID, CreatedAt: utc(r.CreatedAt), Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
 	}
@@ -581,7 +582,7 @@ func concatArrays(head []byte, inners [][]byte) (json.RawMessage, error) {
 
 // loadWrites reads the pending writes saved at a checkpoint, ordered by task
 // path, task id and index.
-func loadWrites(ctx context.Context, q querier, threadID, ns, cpID string) ([]graphserver.PendingWrite, error) {
+func loadWrites(ctx context.Context, q querier, threadID, ns, cpID string) ([]driver.PendingWrite, error) {
 	type writeRow struct {
 		TaskID   string `db:"task_id"`
 		TaskPath string `db:"task_path"`
@@ -594,18 +595,18 @@ func loadWrites(ctx context.Context, q querier, threadID, ns, cpID string) ([]gr
 	if err != nil {
 		return nil, fmt.Errorf("load pending writes: %w", err)
 	}
-	out := make([]graphserver.PendingWrite, 0, len(rows))
+	out := make([]driver.PendingWrite, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, graphserver.PendingWrite{TaskID: r.TaskID, TaskPath: r.TaskPath, Idx: r.Idx, Channel: r.Channel, Value: json.RawMessage(r.Value)})
+		out = append(out, driver.PendingWrite{TaskID: r.TaskID, TaskPath: r.TaskPath, Idx: r.Idx, Channel: r.Channel, Value: json.RawMessage(r.Value)})
 	}
 	return out, nil
 }
 
-// ListCheckpoints implements graphserver.Checkpointer: checkpoints of
+// ListCheckpoints implements driver.Checkpointer: checkpoints of
 // opts.NS, newest first, older than opts.Before when set, whose metadata
 // contains opts.Metadata, at most opts.Limit (0 = all). A missing thread
 // gives an empty list.
-func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphserver.CheckpointListOptions) ([]*graphserver.CheckpointRecord, error) {
+func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts driver.CheckpointListOptions) ([]*driver.CheckpointRecord, error) {
 	var w where
 	w.add("thread_id = ?", threadID)
 	w.add("checkpoint_ns = ?", opts.NS)
@@ -625,7 +626,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 	if err != nil {
 		return nil, translate(fmt.Errorf("list checkpoints: %w", err))
 	}
-	out := make([]*graphserver.CheckpointRecord, 0, len(rows))
+	out := make([]*driver.CheckpointRecord, 0, len(rows))
 	for i := range rows {
 		cp, err := loadCheckpoint(ctx, db.pool, threadID, &rows[i])
 		if err != nil {
@@ -750,12 +751,12 @@ func keepLatest(ctx context.Context, tx pgx.Tx, threadID string) error {
 	}
 	cp.ParentCheckpointID = ""
 	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
-		cp.NewBlobs = append(cp.NewBlobs, graphserver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
+		cp.NewBlobs = append(cp.NewBlobs, driver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
 	}
 	return putCheckpoint(ctx, tx, cp, cp.CreatedAt, "", "")
 }
 
-// LatestCheckpointNotByRun implements graphserver.RunStorage.
+// LatestCheckpointNotByRun implements driver.RunStorage.
 func (db *DB) LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error) {
 	id, err := scalar[string](ctx, db.pool, `SELECT checkpoint_id FROM checkpoints
 		WHERE thread_id = ? AND checkpoint_ns = '' AND run_id <> ? ORDER BY checkpoint_id DESC LIMIT 1`, threadID, runID)

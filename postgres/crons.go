@@ -11,10 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-var _ graphserver.CronStorage = (*DB)(nil)
+var _ driver.CronStorage = (*DB)(nil)
 
 // cronRow is a crons row.
 type cronRow struct {
@@ -100,7 +101,7 @@ func getCron(ctx context.Context, q querier, id string, filter, threadFilter gra
 	return r.cron()
 }
 
-// CreateCron implements graphserver.CronStorage.
+// CreateCron implements driver.CronStorage.
 func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
 	payload, err := jsoncol.Value(c.Payload)
 	if err != nil {
@@ -139,17 +140,17 @@ func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter 
 	return out, nil
 }
 
-// GetCron implements graphserver.CronStorage.
+// GetCron implements driver.CronStorage.
 func (db *DB) GetCron(ctx context.Context, id string, filter, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
 	c, err := getCron(ctx, db.pool, id, filter, threadFilter, false)
 	return c, translate(err)
 }
 
-// UpdateCron implements graphserver.CronStorage: metadata is merged
+// UpdateCron implements driver.CronStorage: metadata is merged
 // shallowly, the other fields of u that are set replace the stored ones.
-func (db *DB) UpdateCron(ctx context.Context, id string, u *graphserver.CronUpdate, filter, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
+func (db *DB) UpdateCron(ctx context.Context, id string, u *driver.CronUpdate, filter, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
 	if u == nil {
-		u = &graphserver.CronUpdate{}
+		u = &driver.CronUpdate{}
 	}
 	sets := []string{"updated_at = ?"}
 	args := []any{u.UpdatedAt}
@@ -212,7 +213,7 @@ func (db *DB) UpdateCron(ctx context.Context, id string, u *graphserver.CronUpda
 	return out, nil
 }
 
-// DeleteCron implements graphserver.CronStorage.
+// DeleteCron implements driver.CronStorage.
 func (db *DB) DeleteCron(ctx context.Context, id string, filter, threadFilter graphserver.Filter) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		var w where
@@ -278,7 +279,7 @@ func selectCrons(ctx context.Context, q querier, query string, args ...any) ([]*
 	return out, nil
 }
 
-// SearchCrons implements graphserver.CronStorage. It returns at most
+// SearchCrons implements driver.CronStorage. It returns at most
 // s.Limit+1 crons (no limit when s.Limit <= 0).
 func (db *DB) SearchCrons(ctx context.Context, s *graphserver.CronSearch) ([]*graphserver.Cron, error) {
 	if s == nil {
@@ -297,7 +298,7 @@ func (db *DB) SearchCrons(ctx context.Context, s *graphserver.CronSearch) ([]*gr
 	return out, nil
 }
 
-// CountCrons implements graphserver.CronStorage.
+// CountCrons implements driver.CronStorage.
 func (db *DB) CountCrons(ctx context.Context, s *graphserver.CronSearch) (int, error) {
 	if s == nil {
 		s = &graphserver.CronSearch{}
@@ -313,7 +314,7 @@ func (db *DB) CountCrons(ctx context.Context, s *graphserver.CronSearch) (int, e
 	return n, nil
 }
 
-// DueCrons implements graphserver.CronStorage.
+// DueCrons implements driver.CronStorage.
 func (db *DB) DueCrons(ctx context.Context, now time.Time, limit int) ([]*graphserver.Cron, error) {
 	out, err := selectCrons(ctx, db.pool, `SELECT `+cronColumns+` FROM crons
 		WHERE crons.enabled AND crons.next_run_date <= $1 AND (crons.end_time IS NULL OR crons.end_time >= $1)
@@ -324,11 +325,11 @@ func (db *DB) DueCrons(ctx context.Context, now time.Time, limit int) ([]*graphs
 	return out, nil
 }
 
-// fireCron claims a cron firing inside tx (see graphserver.CronFiring) and
+// fireCron claims a cron firing inside tx (see driver.CronFiring) and
 // reports whether it did. The compare-and-set on next_run_date is one
 // UPDATE: of schedulers in several processes racing for one firing, one
 // moves it and the others, waiting on its row lock, find it moved.
-func fireCron(ctx context.Context, tx pgx.Tx, f *graphserver.CronFiring) (bool, error) {
+func fireCron(ctx context.Context, tx pgx.Tx, f *driver.CronFiring) (bool, error) {
 	n, err := exec(ctx, tx, `UPDATE crons SET next_run_date = ?
 		WHERE cron_id = ? AND enabled AND next_run_date = ?`, f.Next, f.CronID, f.Due)
 	if err != nil {
@@ -337,8 +338,8 @@ func fireCron(ctx context.Context, tx pgx.Tx, f *graphserver.CronFiring) (bool, 
 	return n == 1, nil
 }
 
-// FireCron implements graphserver.CronStorage.
-func (db *DB) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
+// FireCron implements driver.CronStorage.
+func (db *DB) FireCron(ctx context.Context, f *driver.CronFiring) (bool, error) {
 	var fired bool
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-var _ graphserver.EventStorage = (*DB)(nil)
+var _ driver.EventStorage = (*DB)(nil)
 
-// AppendRunEvents implements graphserver.EventStorage: the events are
+// AppendRunEvents implements driver.EventStorage: the events are
 // inserted in one statement (an event already stored at its position is
 // kept) and the run's streams on every process are notified.
 func (db *DB) AppendRunEvents(ctx context.Context, runID string, events []graphserver.StreamEvent) error {
@@ -37,7 +38,7 @@ func (db *DB) AppendRunEvents(ctx context.Context, runID string, events []graphs
 	return nil
 }
 
-// RunEvents implements graphserver.EventStorage.
+// RunEvents implements driver.EventStorage.
 func (db *DB) RunEvents(ctx context.Context, runID string, from, limit int) ([]graphserver.StreamEvent, error) {
 	rows, err := db.pool.Query(ctx, `SELECT seq, event, data FROM run_events
 		WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, runID, max(from, 0), max(limit, 1))
@@ -60,7 +61,7 @@ func (db *DB) RunEvents(ctx context.Context, runID string, from, limit int) ([]g
 	return out, nil
 }
 
-// CountRunEvents implements graphserver.EventStorage.
+// CountRunEvents implements driver.EventStorage.
 func (db *DB) CountRunEvents(ctx context.Context, runID string) (int, error) {
 	n, err := scalar[int](ctx, db.pool, `SELECT coalesce(max(seq) + 1, 0) FROM run_events WHERE run_id = ?`, runID)
 	if err != nil {
@@ -69,7 +70,7 @@ func (db *DB) CountRunEvents(ctx context.Context, runID string) (int, error) {
 	return n, nil
 }
 
-// PruneRunEvents implements graphserver.EventStorage.
+// PruneRunEvents implements driver.EventStorage.
 func (db *DB) PruneRunEvents(ctx context.Context, endedBefore time.Time) (int, error) {
 	n, err := exec(ctx, db.pool, `DELETE FROM run_events AS e WHERE NOT EXISTS (SELECT 1 FROM runs AS r
 		WHERE r.run_id = e.run_id AND (r.status IN ('pending', 'running') OR r.updated_at >= ?))`, endedBefore)

@@ -8,9 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-var _ graphserver.Notifier = (*DB)(nil)
+var _ driver.Notifier = (*DB)(nil)
 
 // Notification channels (LISTEN/NOTIFY). Payloads are small (a run id, an
 // action); whoever listens reads what it needs from the tables.
@@ -43,13 +44,13 @@ func notifyTx(ctx context.Context, tx pgx.Tx, channel, payload string) error {
 	return nil
 }
 
-// Listen implements graphserver.Notifier on a connection of its own
+// Listen implements driver.Notifier on a connection of its own
 // (outside the pool), which it closes when it returns: LISTEN on the
 // driver's channels, then each notification, from any process on the
 // database, is passed to fn. It returns ctx's error when ctx ends, or the
 // connection's error; the Server listens again (and looks at everything,
 // as notifications may have been missed meanwhile).
-func (db *DB) Listen(ctx context.Context, fn func(graphserver.Notification)) error {
+func (db *DB) Listen(ctx context.Context, fn func(driver.Notification)) error {
 	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("listen: connect: %w", err)
@@ -60,7 +61,7 @@ func (db *DB) Listen(ctx context.Context, fn func(graphserver.Notification)) err
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}
 	}
-	fn(graphserver.Notification{Kind: graphserver.NotifyReset}) // what happened before LISTEN
+	fn(driver.Notification{Kind: graphserver.NotifyReset}) // what happened before LISTEN
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -71,15 +72,15 @@ func (db *DB) Listen(ctx context.Context, fn func(graphserver.Notification)) err
 		}
 		switch n.Channel {
 		case channelRunQueued:
-			fn(graphserver.Notification{Kind: graphserver.NotifyRunQueued, RunID: n.Payload})
+			fn(driver.Notification{Kind: graphserver.NotifyRunQueued, RunID: n.Payload})
 		case channelRunEnded:
-			fn(graphserver.Notification{Kind: graphserver.NotifyRunEnded, RunID: n.Payload})
+			fn(driver.Notification{Kind: graphserver.NotifyRunEnded, RunID: n.Payload})
 		case channelRunEvents:
 			runID, threadID, _ := strings.Cut(n.Payload, " ")
-			fn(graphserver.Notification{Kind: graphserver.NotifyRunEvents, RunID: runID, ThreadID: threadID})
+			fn(driver.Notification{Kind: graphserver.NotifyRunEvents, RunID: runID, ThreadID: threadID})
 		case channelCancel:
 			action, runID, _ := strings.Cut(n.Payload, " ")
-			fn(graphserver.Notification{Kind: graphserver.NotifyRunCancel, RunID: runID, Action: action})
+			fn(driver.Notification{Kind: graphserver.NotifyRunCancel, RunID: runID, Action: action})
 		}
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-var _ graphserver.ObservableStorage = (*DB)(nil)
+var _ driver.ObservableStorage = (*DB)(nil)
 
 // dbObservers holds the observers of a DB (AddObserver).
 type dbObservers struct {
@@ -15,7 +16,7 @@ type dbObservers struct {
 	list []graphserver.Observer
 }
 
-// AddObserver implements graphserver.ObservableStorage: o is told of every
+// AddObserver implements driver.ObservableStorage: o is told of every
 // write transaction of the run hot path (graphserver.StorageWriteEvent:
 // size 1, its latency). It is safe for concurrent use.
 func (db *DB) AddObserver(o graphserver.Observer) {

@@ -1,4 +1,4 @@
-// Package postgres implements graphserver.Storage on PostgreSQL, using
+// Package postgres implements driver.Storage on PostgreSQL, using
 // github.com/jackc/pgx/v5 (pgxpool), so that several graphserver processes,
 // on one machine or many, serve one database.
 //
@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 //go:embed migrations/*.sql
@@ -50,7 +51,7 @@ var migrationFS embed.FS
 // (an arbitrary constant: "graphsrv" in ASCII).
 const migrationLockKey int64 = 0x6772617068737276
 
-// DB is a graphserver.Storage backed by a PostgreSQL database. It is safe
+// DB is a driver.Storage backed by a PostgreSQL database. It is safe
 // for concurrent use. Close it when done, after the Server using it.
 type DB struct {
 	// Now returns the current time; it defaults to time.Now. Tests may
@@ -65,9 +66,9 @@ type DB struct {
 }
 
 var (
-	_ graphserver.Storage         = (*DB)(nil)
-	_ graphserver.RunCheckpointer = (*DB)(nil)
-	_ graphserver.RunQueueCounter = (*DB)(nil)
+	_ driver.Storage         = (*DB)(nil)
+	_ driver.RunCheckpointer = (*DB)(nil)
+	_ driver.RunQueueCounter = (*DB)(nil)
 )
 
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a
@@ -107,7 +108,7 @@ func (db *DB) Close() error {
 // Pool returns the connection pool, for tools and tests. Do not close it.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
-// Ping implements graphserver.Storage: it checks that the database answers.
+// Ping implements driver.Storage: it checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping postgres: %w", err)

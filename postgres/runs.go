@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
@@ -64,7 +65,7 @@ type activeRun struct {
 
 // insertWebhook queues d in the outbox. A delivery whose id is queued
 // already (ids derive from run ids) is left as it is.
-func insertWebhook(ctx context.Context, tx pgx.Tx, d *graphserver.WebhookDelivery, now time.Time) error {
+func insertWebhook(ctx context.Context, tx pgx.Tx, d *driver.WebhookDelivery, now time.Time) error {
 	if _, err := exec(ctx, tx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, d.NextAt, now); err != nil {
@@ -73,7 +74,7 @@ func insertWebhook(ctx context.Context, tx pgx.Tx, d *graphserver.WebhookDeliver
 	return nil
 }
 
-// GetRun implements graphserver.RunStorage.
+// GetRun implements driver.RunStorage.
 func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) (*graphserver.Run, error) {
 	var w where
 	w.add("r.run_id = ?", runID)
@@ -96,7 +97,7 @@ func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphse
 	return r.run()
 }
 
-// ListRuns implements graphserver.RunStorage.
+// ListRuns implements driver.RunStorage.
 func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunSearch) ([]*graphserver.Run, error) {
 	var out []*graphserver.Run
 	err := db.tx(ctx, func(tx pgx.Tx) error {
@@ -130,7 +131,7 @@ func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunS
 	return out, err
 }
 
-// DeleteRun implements graphserver.RunStorage.
+// DeleteRun implements driver.RunStorage.
 func (db *DB) DeleteRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		var w where
@@ -189,8 +190,8 @@ RETURNING ` + "runs.run_id, runs.thread_id, runs.assistant_id, runs.created_at, 
 // claimAttempts bounds the retries of a claim that lost a race.
 const claimAttempts = 5
 
-// ClaimRun implements graphserver.RunStorage.
-func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*graphserver.QueuedRun, error) {
+// ClaimRun implements driver.RunStorage.
+func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*driver.QueuedRun, error) {
 	for range claimAttempts {
 		// One statement: no transaction around it.
 		start := time.Now()
@@ -211,12 +212,12 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 		if err != nil {
 			return nil, err
 		}
-		return &graphserver.QueuedRun{Run: run, Attempt: row.Attempt}, nil
+		return &driver.QueuedRun{Run: run, Attempt: row.Attempt}, nil
 	}
 	return nil, nil
 }
 
-// RenewRunLease implements graphserver.RunStorage.
+// RenewRunLease implements driver.RunStorage.
 func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil time.Time) (string, error) {
 	action, err := scalar[*string](ctx, db.pool, `UPDATE runs SET lease_expires_at = ?
 		WHERE run_id = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_action`, leaseUntil, runID, owner)
@@ -228,7 +229,7 @@ func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil
 	return deref(action), nil
 }
 
-// ReleaseRun implements graphserver.RunStorage.
+// ReleaseRun implements driver.RunStorage.
 func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		n, err := exec(ctx, tx, `UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
@@ -243,7 +244,7 @@ func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time
 	})
 }
 
-// RunStatuses implements graphserver.RunStorage.
+// RunStatuses implements driver.RunStorage.
 func (db *DB) RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(runIDs))
 	type statusRow struct {
@@ -260,7 +261,7 @@ func (db *DB) RunStatuses(ctx context.Context, runIDs []string) (map[string]stri
 	return out, nil
 }
 
-// CountRunQueue implements graphserver.RunQueueCounter over every process
+// CountRunQueue implements driver.RunQueueCounter over every process
 // sharing the database.
 func (db *DB) CountRunQueue(ctx context.Context, now time.Time) (graphserver.RunQueueCount, error) {
 	type countRow struct {

@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/storagetest"
 )
 
@@ -12,7 +12,7 @@ import (
 func TestStorage(t *testing.T) {
 	t.Parallel()
 	requireURL(t)
-	storagetest.Run(t, func(t *testing.T) graphserver.Storage {
+	storagetest.Run(t, func(t *testing.T) driver.Storage {
 		return openDB(t)
 	})
 }
@@ -20,7 +20,7 @@ func TestStorage(t *testing.T) {
 // BenchmarkStorage runs the shared storage benchmarks on PostgreSQL.
 func BenchmarkStorage(b *testing.B) {
 	requireURL(b)
-	storagetest.Benchmark(b, func(b *testing.B) graphserver.Storage {
+	storagetest.Benchmark(b, func(b *testing.B) driver.Storage {
 		return openDB(b)
 	})
 }

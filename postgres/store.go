@@ -1,14 +1,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -16,10 +12,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
+	"github.com/graphserver/graphserver/internal/vecrank"
 )
 
-var _ graphserver.ItemStorage = (*DB)(nil)
+var _ driver.ItemStorage = (*DB)(nil)
 
 // itemRow is a row of store_items.
 type itemRow struct {
@@ -55,10 +53,10 @@ func ttlExpiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))
 }
 
-// PutItem implements graphserver.ItemStorage. The item's row is locked
+// PutItem implements driver.ItemStorage. The item's row is locked
 // while it is replaced, so concurrent puts of one item get increasing
 // updated_at times.
-func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
+func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
@@ -120,20 +118,20 @@ func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
 }
 
 // insertVectors stores the embedded index entries of item id.
-func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []graphserver.ItemIndexEntry) error {
+func insertVectors(ctx context.Context, tx pgx.Tx, id int64, index []driver.ItemIndexEntry) error {
 	for i, e := range index {
 		if e.Vector == nil {
 			continue
 		}
 		if _, err := exec(ctx, tx, `INSERT INTO store_vectors (item_id, seq, path, dims, vector) VALUES (?, ?, ?, ?, ?)`,
-			id, i, e.Path, len(e.Vector), encodeVector(e.Vector)); err != nil {
+			id, i, e.Path, len(e.Vector), vecrank.Encode(e.Vector)); err != nil {
 			return fmt.Errorf("insert store vector: %w", err)
 		}
 	}
 	return nil
 }
 
-// GetItem implements graphserver.ItemStorage.
+// GetItem implements driver.ItemStorage.
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	r, err := getRow[itemRow](ctx, db.pool, `SELECT `+itemColumns+` FROM store_items AS i
 		WHERE i.namespace = ? AND i.key = ? AND (i.expires_at IS NULL OR i.expires_at > ?)`, strings.Join(namespace, "."), key, now)
@@ -172,7 +170,7 @@ func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) e
 	return nil
 }
 
-// DeleteItem implements graphserver.ItemStorage.
+// DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
 	if _, err := exec(ctx, db.pool, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key); err != nil {
 		return translate(fmt.Errorf("delete store item: %w", err))
@@ -180,7 +178,7 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 	return nil
 }
 
-// DeleteExpiredItems implements graphserver.ItemStorage.
+// DeleteExpiredItems implements driver.ItemStorage.
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
 	n, err := exec(ctx, db.pool, `DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?`, now)
 	if err != nil {
@@ -189,7 +187,7 @@ func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error
 	return int(n), nil
 }
 
-// ListItemNamespaces implements graphserver.ItemStorage.
+// ListItemNamespaces implements driver.ItemStorage.
 func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error) {
 	var w where
 	itemPrefix(&w, prefix)
@@ -228,8 +226,8 @@ func itemLabels(w *where, labels []string) {
 	}
 }
 
-// SearchItems implements graphserver.ItemStorage.
-func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
+// SearchItems implements driver.ItemStorage.
+func (db *DB) SearchItems(ctx context.Context, q *driver.ItemQuery) ([]graphserver.SearchItem, error) {
 	var w where
 	itemPrefix(&w, q.NamespacePrefix)
 	itemLabels(&w, q.NamespaceLabels)
@@ -277,7 +275,7 @@ func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]grap
 
 // searchText ranks the items matching w by ts_rank relevance to q.Query;
 // items whose text matches no query word are left out.
-func (db *DB) searchText(ctx context.Context, q *graphserver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
+func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
 	match := tsQuery(q.Query)
 	if match == "" {
 		return nil, nil, nil
@@ -320,16 +318,13 @@ func tsQuery(text string) string {
 // their vectors to q.Vector (ties: the most recently inserted item first),
 // computed here over every candidate vector, then pads with the items that
 // have no vector of that size (unscored, newest first).
-func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
+func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *where) ([]itemRow, []*float64, error) {
 	dims := len(q.Vector)
-	type scored struct {
-		id    int64
-		score float64
-	}
-	var ranked []scored
+	rank := vecrank.New(q.Vector)
 	var rows []itemRow
 	err := db.tx(ctx, func(tx pgx.Tx) error {
-		ranked, rows = nil, nil
+		rank.Reset()
+		rows = nil
 		cur, err := tx.Query(ctx, rebind(`SELECT v.item_id, v.vector
 			FROM store_vectors AS v JOIN store_items AS i ON i.id = v.item_id
 			WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`), append([]any{dims}, w.args...)...)
@@ -343,28 +338,19 @@ func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *whe
 				cur.Close()
 				return fmt.Errorf("read store vectors: %w", err)
 			}
-			s := cosine(q.Vector, blob)
-			if n := len(ranked); n > 0 && ranked[n-1].id == id {
-				ranked[n-1].score = max(ranked[n-1].score, s)
-			} else {
-				ranked = append(ranked, scored{id, s})
-			}
+			rank.Add(id, blob)
 		}
 		cur.Close()
 		if err := cur.Err(); err != nil {
 			return fmt.Errorf("read store vectors: %w", err)
 		}
-		slices.SortStableFunc(ranked, func(a, b scored) int {
-			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.id, a.id))
-		})
 
 		// The page: scored items first, then unscored ones.
-		end := q.Offset + q.Limit
-		page := ranked[min(q.Offset, len(ranked)):min(end, len(ranked))]
+		page, skip, take := rank.Page(q.Offset, q.Limit)
 		if len(page) > 0 {
 			ids := make([]int64, len(page))
 			for i, p := range page {
-				ids[i] = p.id
+				ids[i] = p.ID
 			}
 			got, err := selectRows[itemRow](ctx, tx, `SELECT `+itemColumns+` FROM store_items AS i WHERE i.id = ANY(?::bigint[])`, ids)
 			if err != nil {
@@ -375,14 +361,12 @@ func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *whe
 				byID[r.ID] = r
 			}
 			for _, p := range page {
-				rows = append(rows, byID[p.id])
+				rows = append(rows, byID[p.ID])
 			}
 		}
-		if end <= len(ranked) {
+		if take == 0 {
 			return nil
 		}
-		skip := max(q.Offset-len(ranked), 0)
-		take := end - max(q.Offset, len(ranked))
 		rest, err := selectRows[itemRow](ctx, tx, `SELECT `+itemColumns+` FROM store_items AS i
 			WHERE NOT EXISTS (SELECT 1 FROM store_vectors AS v WHERE v.item_id = i.id AND v.dims = ?) AND `+w.and()+`
 			ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(append([]any{dims}, w.args...), take, skip)...)
@@ -395,49 +379,14 @@ func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *whe
 	if err != nil {
 		return nil, nil, err
 	}
-	scores := make([]*float64, len(rows))
-	for i := range rows {
-		if j := q.Offset + i; j < len(ranked) {
-			s := ranked[j].score
-			scores[i] = &s
-		}
-	}
-	return rows, scores, nil
-}
-
-// encodeVector renders a vector as little-endian float32s.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// cosine returns the cosine similarity of q and the encoded vector b (of the
-// same size), 0 when either is zero.
-func cosine(q []float32, b []byte) float64 {
-	if len(b) != 4*len(q) {
-		return 0
-	}
-	var dot, nq, nb float64
-	for i, x := range q {
-		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		dot += float64(x) * y
-		nq += float64(x) * float64(x)
-		nb += y * y
-	}
-	if nq == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(nq*nb)
+	return rows, rank.Scores(q.Offset, len(rows)), nil
 }
 
 // itemCondition adds one filter condition on the top-level field c.Field of
-// the item value, with the semantics of graphserver.ItemCondition: jsonb
+// the item value, with the semantics of driver.ItemCondition: jsonb
 // equality is typed and deep; the ordering operators compare numbers with
 // numbers and strings with strings (byte order).
-func itemCondition(w *where, c graphserver.ItemCondition) error {
+func itemCondition(w *where, c driver.ItemCondition) error {
 	field := "(i.value -> ?::text)"
 	switch c.Op {
 	case "$eq", "$ne":

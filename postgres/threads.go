@@ -116,11 +116,11 @@ func expiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))
 }
 
-// CreateThread implements graphserver.ThreadStorage. It stores t as given;
+// CreateThread implements driver.ThreadStorage. It stores t as given;
 // an empty Status is stored as idle, zero timestamps as now, and a TTL
 // without ExpiresAt expires TTLMinutes after UpdatedAt.
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	args, err := db.threadInsertArgs(t)
+	args, err := threadInsertArgs(t)
 	if err != nil {
 		return nil, err
 	}
@@ -155,10 +155,9 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (thread_id) DO NOTHING`
 
-// threadInsertArgs are the arguments of insertThreadQuery for t: stored as
-// given, an empty Status as idle, zero timestamps as now, and a TTL without
-// ExpiresAt expiring TTLMinutes after UpdatedAt.
-func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
+// threadInsertArgs are the arguments of insertThreadQuery for t, stored as
+// given (the Server decides every field).
+func threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	metadata, err := jsoncol.Object(t.Metadata)
 	if err != nil {
 		return nil, err
@@ -183,42 +182,23 @@ func (db *DB) threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	updated, stateUpdated := t.UpdatedAt, t.StateUpdatedAt
-	if updated.IsZero() {
-		updated = created
-	}
-	if stateUpdated.IsZero() {
-		stateUpdated = created
-	}
-	status := cmp.Or(t.Status, graphserver.ThreadIdle)
 	var ttlStrategy *string
 	var ttlMinutes *float64
 	var ttlExpires *time.Time
 	if t.TTL != nil {
-		s := cmp.Or(t.TTL.Strategy, graphserver.PruneDelete)
-		m := t.TTL.TTLMinutes
-		ttlStrategy, ttlMinutes = &s, &m
-		ttlExpires = t.TTL.ExpiresAt
-		if ttlExpires == nil {
-			e := expiry(updated, t.TTL.TTLMinutes)
-			ttlExpires = &e
-		}
+		ttlStrategy, ttlMinutes, ttlExpires = &t.TTL.Strategy, &t.TTL.TTLMinutes, t.TTL.ExpiresAt
 	}
-	return []any{t.ThreadID, created, updated, stateUpdated, metadata, config, tctx, status,
+	return []any{t.ThreadID, t.CreatedAt, t.UpdatedAt, t.StateUpdatedAt, metadata, config, tctx, t.Status,
 		values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires}, nil
 }
 
-// GetThread implements graphserver.ThreadStorage.
+// GetThread implements driver.ThreadStorage.
 func (db *DB) GetThread(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Thread, error) {
 	t, err := getThread(ctx, db.pool, id, filter, false)
 	return t, translate(err)
 }
 
-// UpdateThread implements graphserver.ThreadStorage: metadata is merged
+// UpdateThread implements driver.ThreadStorage: metadata is merged
 // shallowly, a TTL replaces the thread's TTL (expiring patch.TTL.Minutes
 // after now; Minutes <= 0 removes it), and updated_at becomes now.
 func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.ThreadPatch, now time.Time, filter graphserver.Filter) (*graphserver.Thread, error) {
@@ -262,7 +242,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 	return out, nil
 }
 
-// DeleteThread implements graphserver.ThreadStorage. Checkpoints, blobs,
+// DeleteThread implements driver.ThreadStorage. Checkpoints, blobs,
 // writes and runs go with the thread (ON DELETE CASCADE).
 func (db *DB) DeleteThread(ctx context.Context, id string, filter graphserver.Filter) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
@@ -319,7 +299,7 @@ func threadSearchWhere(s *graphserver.ThreadSearch) (*where, error) {
 	return w, nil
 }
 
-// SearchThreads implements graphserver.ThreadStorage. It returns at most
+// SearchThreads implements driver.ThreadStorage. It returns at most
 // s.Limit+1 rows (no limit when s.Limit <= 0), sorted by s.SortBy (default
 // created_at) and s.SortOrder (default desc), thread_id breaking ties.
 func (db *DB) SearchThreads(ctx context.Context, s *graphserver.ThreadSearch) ([]*graphserver.Thread, error) {
@@ -347,7 +327,7 @@ func (db *DB) SearchThreads(ctx context.Context, s *graphserver.ThreadSearch) ([
 	return out, nil
 }
 
-// CountThreads implements graphserver.ThreadStorage; limit, offset and sort
+// CountThreads implements driver.ThreadStorage; limit, offset and sort
 // are ignored.
 func (db *DB) CountThreads(ctx context.Context, s *graphserver.ThreadSearch) (int, error) {
 	if s == nil {
@@ -364,7 +344,7 @@ func (db *DB) CountThreads(ctx context.Context, s *graphserver.ThreadSearch) (in
 	return n, nil
 }
 
-// CopyThread implements graphserver.ThreadStorage. The copy has the
+// CopyThread implements driver.ThreadStorage. The copy has the
 // source's metadata, config, context, values, interrupts, error and status
 // (busy becomes idle: no run works on the copy), no TTL, timestamps now, and
 // every checkpoint, blob and pending write of the source under newID, in one
@@ -397,7 +377,7 @@ func (db *DB) CopyThread(ctx context.Context, sourceID, newID string, now time.T
 	return out, nil
 }
 
-// PruneThreads implements graphserver.ThreadStorage. Strategy delete (or
+// PruneThreads implements driver.ThreadStorage. Strategy delete (or
 // "") deletes the threads; keep_latest keeps each thread with only its
 // latest root checkpoint, whose channel values are rewritten as whole
 // blobs, and its pending writes. Ids that are missing or hidden by filter
@@ -440,7 +420,7 @@ func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, f
 	return count, nil
 }
 
-// SweepExpiredThreads implements graphserver.ThreadStorage: it applies the
+// SweepExpiredThreads implements driver.ThreadStorage: it applies the
 // TTL of up to limit threads whose expiry is at or before now and that have
 // no run in flight: strategy delete deletes them, keep_latest drops all but
 // their latest checkpoint and disarms the TTL until the thread is next

@@ -10,10 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-// WithTx implements graphserver.Storage: one READ COMMITTED transaction,
+// WithTx implements driver.Storage: one READ COMMITTED transaction,
 // reported to the observers as a write. Its operations lock the rows they
 // read for a change, so that the Server's rules run one after the other on
 // one thread in every process, in the driver's one lock order (see
@@ -21,7 +22,7 @@ import (
 // runs; the operations that list runs lock their threads first. The
 // notifications they send (a run queued, ended or cancelled) go out when
 // it commits.
-func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx graphserver.Tx) error) error {
+func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx driver.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -30,7 +31,7 @@ func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx graphs
 	})
 }
 
-// txn is a graphserver.Tx on a pgx transaction.
+// txn is a driver.Tx on a pgx transaction.
 type txn struct {
 	db *DB
 	tx pgx.Tx
@@ -48,9 +49,9 @@ func (t *txn) lock(id string) {
 	t.locked[id] = true
 }
 
-var _ graphserver.Tx = (*txn)(nil)
+var _ driver.Tx = (*txn)(nil)
 
-// runRefRow is a run as graphserver.RunRef reads it.
+// runRefRow is a run as driver.RunRef reads it.
 type runRefRow struct {
 	RunID    string  `db:"run_id"`
 	ThreadID string  `db:"thread_id"`
@@ -61,15 +62,15 @@ type runRefRow struct {
 
 const runRefColumns = `r.run_id, r.thread_id, r.status, r.attempt, r.cancel_action`
 
-func runRefs(rows []runRefRow) []graphserver.RunRef {
-	out := make([]graphserver.RunRef, len(rows))
+func runRefs(rows []runRefRow) []driver.RunRef {
+	out := make([]driver.RunRef, len(rows))
 	for i, r := range rows {
-		out[i] = graphserver.RunRef{RunID: r.RunID, ThreadID: r.ThreadID, Status: r.Status, Attempt: r.Attempt, CancelAction: deref(r.Cancel)}
+		out[i] = driver.RunRef{RunID: r.RunID, ThreadID: r.ThreadID, Status: r.Status, Attempt: r.Attempt, CancelAction: deref(r.Cancel)}
 	}
 	return out
 }
 
-// CheckThread implements graphserver.Tx. It locks the thread's row: every
+// CheckThread implements driver.Tx. It locks the thread's row: every
 // change of a thread's runs takes that lock first.
 func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
 	if len(filter) == 0 && t.locked[id] {
@@ -82,9 +83,9 @@ func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Fil
 	return nil
 }
 
-// InsertThread implements graphserver.Tx.
+// InsertThread implements driver.Tx.
 func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
-	args, err := t.db.threadInsertArgs(th)
+	args, err := threadInsertArgs(th)
 	if err != nil {
 		return err
 	}
@@ -98,8 +99,8 @@ func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
 	return nil
 }
 
-// UpdateThread implements graphserver.Tx.
-func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.ThreadWrite) error {
+// UpdateThread implements driver.Tx.
+func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite) error {
 	set := []string{"updated_at = ?"}
 	args := []any{w.Now}
 	if w.Status != "" {
@@ -167,7 +168,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 	return nil
 }
 
-// DeleteThread implements graphserver.Tx. Runs and checkpoints go with the
+// DeleteThread implements driver.Tx. Runs and checkpoints go with the
 // thread (ON DELETE CASCADE); the runs that were in flight are announced
 // as ended.
 func (t *txn) DeleteThread(ctx context.Context, id string) error {
@@ -186,9 +187,9 @@ func (t *txn) DeleteThread(ctx context.Context, id string) error {
 	return nil
 }
 
-// InsertRun implements graphserver.Tx. A pending run wakes the workers of
+// InsertRun implements driver.Tx. A pending run wakes the workers of
 // every process.
-func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphserver.RunClaim) error {
+func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *driver.RunClaim) error {
 	metadata, err := jsoncol.Object(r.Metadata)
 	if err != nil {
 		return err
@@ -219,7 +220,7 @@ func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphser
 	return nil
 }
 
-// GetRun implements graphserver.Tx.
+// GetRun implements driver.Tx.
 func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error) {
 	r, err := getRow[runRow](ctx, t.tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -230,9 +231,9 @@ func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error
 	return r.run()
 }
 
-// ActiveRuns implements graphserver.Tx. The thread's row, then the runs'
+// ActiveRuns implements driver.Tx. The thread's row, then the runs'
 // rows are locked: a claim in progress is waited for and seen as running.
-func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.RunRef, error) {
+func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]driver.RunRef, error) {
 	if !t.locked[threadID] {
 		if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = ? FOR NO KEY UPDATE`, threadID); err != nil {
 			return nil, fmt.Errorf("lock thread %s: %w", threadID, err)
@@ -246,9 +247,9 @@ func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.Ru
 	return runRefs(rows), nil
 }
 
-// SelectRuns implements graphserver.Tx. The runs' threads are locked, in
+// SelectRuns implements driver.Tx. The runs' threads are locked, in
 // thread id order, then the runs, in run id order.
-func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, filter graphserver.Filter) ([]graphserver.RunRef, error) {
+func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, filter graphserver.Filter) ([]driver.RunRef, error) {
 	var w where
 	switch {
 	case len(sel.RunIDs) > 0:
@@ -273,9 +274,9 @@ func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 	return runRefs(rows), nil
 }
 
-// HeldRun implements graphserver.Tx. The run's thread row, then its row
+// HeldRun implements driver.Tx. The run's thread row, then its row
 // are locked.
-func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.RunRef, error) {
+func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef, error) {
 	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
 		FOR NO KEY UPDATE`, runID); err != nil {
 		return nil, fmt.Errorf("lock thread of run %s: %w", runID, err)
@@ -292,10 +293,10 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.Ru
 	return &runRefs(rows)[0], nil
 }
 
-// ExpiredRuns implements graphserver.Tx. The runs and their threads are
+// ExpiredRuns implements driver.Tx. The runs and their threads are
 // locked without waiting, skipping those another process is sweeping or
 // finishing.
-func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]graphserver.RunRef, error) {
+func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]driver.RunRef, error) {
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
 		JOIN threads AS t ON t.thread_id = r.thread_id
 		WHERE r.status = 'running' AND r.lease_expires_at < ? ORDER BY r.run_id FOR NO KEY UPDATE OF r, t SKIP LOCKED`, now)
@@ -305,7 +306,7 @@ func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]graphserver.Run
 	return runRefs(rows), nil
 }
 
-// SetRunStatus implements graphserver.Tx. A run back to pending wakes the
+// SetRunStatus implements driver.Tx. A run back to pending wakes the
 // workers of every process; a run that ended is announced, and wakes them
 // when its thread has a run waiting.
 func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.Time) error {
@@ -351,7 +352,7 @@ func (t *txn) ended(ctx context.Context, threadID, runID string, waiting *bool) 
 	return nil
 }
 
-// SetRunCancel implements graphserver.Tx: the worker of the run, in any
+// SetRunCancel implements driver.Tx: the worker of the run, in any
 // process, is notified.
 func (t *txn) SetRunCancel(ctx context.Context, runID, action string, now time.Time) error {
 	if _, err := exec(ctx, t.tx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`, action, now, runID); err != nil {
@@ -360,7 +361,7 @@ func (t *txn) SetRunCancel(ctx context.Context, runID, action string, now time.T
 	return notifyTx(ctx, t.tx, channelCancel, action+" "+runID)
 }
 
-// DeleteRun implements graphserver.Tx. The run is announced as ended.
+// DeleteRun implements driver.Tx. The run is announced as ended.
 func (t *txn) DeleteRun(ctx context.Context, threadID, runID string) error {
 	if err := deleteRunTx(ctx, t.tx, threadID, runID); err != nil {
 		return err
@@ -368,13 +369,13 @@ func (t *txn) DeleteRun(ctx context.Context, threadID, runID string) error {
 	return t.ended(ctx, threadID, runID, nil)
 }
 
-// InsertWebhook implements graphserver.Tx.
-func (t *txn) InsertWebhook(ctx context.Context, d *graphserver.WebhookDelivery, now time.Time) error {
+// InsertWebhook implements driver.Tx.
+func (t *txn) InsertWebhook(ctx context.Context, d *driver.WebhookDelivery, now time.Time) error {
 	return insertWebhook(ctx, t.tx, d, now)
 }
 
-// FireCron implements graphserver.Tx.
-func (t *txn) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
+// FireCron implements driver.Tx.
+func (t *txn) FireCron(ctx context.Context, f *driver.CronFiring) (bool, error) {
 	return fireCron(ctx, t.tx, f)
 }
 

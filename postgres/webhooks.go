@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // webhookRow is a webhook_outbox row.
@@ -19,25 +19,25 @@ type webhookRow struct {
 	NextAt   time.Time `db:"next_at"`
 }
 
-// ClaimWebhooks implements graphserver.RunStorage. Deliveries another
+// ClaimWebhooks implements driver.RunStorage. Deliveries another
 // process is claiming are skipped.
-func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*graphserver.WebhookDelivery, error) {
+func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*driver.WebhookDelivery, error) {
 	rows, err := selectRows[webhookRow](ctx, db.pool, `UPDATE webhook_outbox SET next_at = ?
 		WHERE id IN (SELECT id FROM webhook_outbox WHERE next_at <= ? ORDER BY next_at LIMIT ? FOR UPDATE SKIP LOCKED)
 		RETURNING id, run_id, url, body, attempts, next_at`, leaseUntil, now, limit)
 	if err != nil {
 		return nil, translate(fmt.Errorf("claim webhooks: %w", err))
 	}
-	out := make([]*graphserver.WebhookDelivery, 0, len(rows))
+	out := make([]*driver.WebhookDelivery, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, &graphserver.WebhookDelivery{ID: r.ID, RunID: r.RunID, URL: r.URL, Body: json.RawMessage(r.Body),
+		out = append(out, &driver.WebhookDelivery{ID: r.ID, RunID: r.RunID, URL: r.URL, Body: json.RawMessage(r.Body),
 			Attempts: r.Attempts, NextAt: utc(r.NextAt)})
 	}
 	return out, nil
 }
 
-// EnqueueWebhook implements graphserver.RunStorage.
-func (db *DB) EnqueueWebhook(ctx context.Context, d *graphserver.WebhookDelivery) error {
+// EnqueueWebhook implements driver.RunStorage.
+func (db *DB) EnqueueWebhook(ctx context.Context, d *driver.WebhookDelivery) error {
 	if _, err := exec(ctx, db.pool, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, d.NextAt, d.NextAt); err != nil {
@@ -46,7 +46,7 @@ func (db *DB) EnqueueWebhook(ctx context.Context, d *graphserver.WebhookDelivery
 	return nil
 }
 
-// UpdateWebhook implements graphserver.RunStorage.
+// UpdateWebhook implements driver.RunStorage.
 func (db *DB) UpdateWebhook(ctx context.Context, id string, attempts int, done bool, next time.Time, lastError string) error {
 	var err error
 	if done {

@@ -105,7 +105,7 @@ const insertAssistantVersion = `INSERT INTO assistant_versions
 	(assistant_id, version, graph_id, config, context, metadata, name, description, created_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// CreateAssistant implements graphserver.AssistantStorage. It stores a as
+// CreateAssistant implements driver.AssistantStorage. It stores a as
 // version 1 (a.Version is ignored); zero timestamps are set to now.
 func (db *DB) CreateAssistant(ctx context.Context, a *graphserver.Assistant, ifExists string, filter graphserver.Filter) (*graphserver.Assistant, error) {
 	e, err := encodeAssistant(a)
@@ -149,7 +149,7 @@ func (db *DB) CreateAssistant(ctx context.Context, a *graphserver.Assistant, ifE
 	return out, nil
 }
 
-// GetAssistant implements graphserver.AssistantStorage.
+// GetAssistant implements driver.AssistantStorage.
 // Without a filter, an assistant read before is returned from memory while
 // no assistant has changed since (assistantCache): one read of a counter.
 func (db *DB) GetAssistant(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Assistant, error) {
@@ -184,7 +184,7 @@ func (db *DB) GetAssistant(ctx context.Context, id string, filter graphserver.Fi
 	return a, nil
 }
 
-// UpdateAssistant implements graphserver.AssistantStorage: the patch becomes
+// UpdateAssistant implements driver.AssistantStorage: the patch becomes
 // version max+1 and current; metadata is merged shallowly, other given
 // fields replace the current ones.
 func (db *DB) UpdateAssistant(ctx context.Context, id string, patch *graphserver.AssistantPatch, now time.Time, filter graphserver.Filter) (*graphserver.Assistant, error) {
@@ -243,7 +243,7 @@ func (db *DB) UpdateAssistant(ctx context.Context, id string, patch *graphserver
 	return out, nil
 }
 
-// DeleteAssistant implements graphserver.AssistantStorage. With
+// DeleteAssistant implements driver.AssistantStorage. With
 // deleteThreads, the threads whose metadata.assistant_id is id and that
 // filter lets through are deleted too, with their checkpoints.
 func (db *DB) DeleteAssistant(ctx context.Context, id string, deleteThreads bool, filter graphserver.Filter) error {
@@ -326,7 +326,7 @@ func assistantSearchWhere(s *graphserver.AssistantSearch) (*where, error) {
 	return w, nil
 }
 
-// SearchAssistants implements graphserver.AssistantStorage. It returns at
+// SearchAssistants implements driver.AssistantStorage. It returns at
 // most s.Limit+1 full rows (no limit when s.Limit <= 0), sorted by
 // s.SortBy (default created_at) and s.SortOrder (default desc).
 func (db *DB) SearchAssistants(ctx context.Context, s *graphserver.AssistantSearch) ([]*graphserver.Assistant, error) {
@@ -355,7 +355,7 @@ func (db *DB) SearchAssistants(ctx context.Context, s *graphserver.AssistantSear
 	return out, nil
 }
 
-// CountAssistants implements graphserver.AssistantStorage; limit, offset
+// CountAssistants implements driver.AssistantStorage; limit, offset
 // and sort are ignored.
 func (db *DB) CountAssistants(ctx context.Context, s *graphserver.AssistantSearch) (int, error) {
 	if s == nil {
@@ -372,7 +372,7 @@ func (db *DB) CountAssistants(ctx context.Context, s *graphserver.AssistantSearc
 	return n, nil
 }
 
-// ListAssistantVersions implements graphserver.AssistantStorage: versions
+// ListAssistantVersions implements driver.AssistantStorage: versions
 // newest first, filtered by containment on each version's metadata. It
 // returns ENOTFOUND when the assistant is missing or s.Filter hides it.
 func (db *DB) ListAssistantVersions(ctx context.Context, id string, s *graphserver.AssistantVersionSearch) ([]*graphserver.AssistantVersion, error) {
@@ -415,7 +415,7 @@ func (db *DB) ListAssistantVersions(ctx context.Context, id string, s *graphserv
 	return out, nil
 }
 
-// SetAssistantVersion implements graphserver.AssistantStorage: the version's
+// SetAssistantVersion implements driver.AssistantStorage: the version's
 // graph id, config, context, metadata, name and description are copied onto
 // the assistant, which points at it from then on. ENOTFOUND when the
 // assistant (or that version) is missing or hidden.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -21,6 +21,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
@@ -45,8 +46,8 @@ type checkpointRow struct {
 // stored as its 16 bytes, any other id as TEXT.
 type checkpointID string
 
-// Value implements driver.Valuer.
-func (id checkpointID) Value() (driver.Value, error) {
+// Value implements sqldriver.Valuer.
+func (id checkpointID) Value() (sqldriver.Value, error) {
 	if u, ok := parseCanonicalUUID(string(id)); ok {
 		return u[:], nil
 	}
@@ -280,7 +281,7 @@ func addSharedMetadata(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (
 	return mid, nil
 }
 
-// PutCheckpoint implements graphserver.Checkpointer. The checkpoint row is
+// PutCheckpoint implements driver.Checkpointer. The checkpoint row is
 // inserted, or replaced when one with the same thread, namespace and id
 // exists; each of cp.NewBlobs is stored unless the parent checkpoint (or the
 // one replaced) has the same channel and version already (then it is a
@@ -289,7 +290,7 @@ func addSharedMetadata(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (
 // ENOTFOUND when the thread does not exist; EINVALID for missing ids,
 // invalid JSON, a delta blob that is not an array or whose base version is
 // not stored.
-func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecord) error {
+func (db *DB) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
 	if err := validCheckpoint(cp); err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (db *DB) PutCheckpoint(ctx context.Context, cp *graphserver.CheckpointRecor
 }
 
 // validCheckpoint checks what PutCheckpoint checks before writing.
-func validCheckpoint(cp *graphserver.CheckpointRecord) error {
+func validCheckpoint(cp *driver.CheckpointRecord) error {
 	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
 	}
@@ -350,7 +351,7 @@ const checkpointKnownQuery = `SELECT t.tid,
 // know (thread key, channels of the parent and of the checkpoint replaced,
 // shared metadata, the lease of run when not nil: ENOTFOUND when it is not
 // held), one statement per new blob, one for the row.
-func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *graphserver.CheckpointRecord, created time.Time, run *runLease) error {
+func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, run *runLease) error {
 	inline, shared, runFlag, err := splitMetadata(cp.Metadata, cp.RunID)
 	if err != nil {
 		return err
@@ -488,7 +489,7 @@ func (p *placer) scan(ch, v string) (chanLoc, bool, error) {
 // put stores one blob: a whole value as row 0 of a new chain; a delta as the
 // next row of its base's chain when the base is the tip, else as row 0 of a
 // new chain linked to the base. A delta row holds the inside of its array.
-func (p *placer) put(b graphserver.ChannelBlob) error {
+func (p *placer) put(b driver.ChannelBlob) error {
 	if _, ok := p.find(b.Channel, b.Version); ok {
 		return nil
 	}
@@ -533,10 +534,10 @@ func (p *placer) put(b graphserver.ChannelBlob) error {
 	return nil
 }
 
-// PutWrites implements graphserver.Checkpointer: the task's earlier writes
+// PutWrites implements driver.Checkpointer: the task's earlier writes
 // at that checkpoint are replaced by writes (TaskID set to taskID). ENOTFOUND
 // when the thread does not exist.
-func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	if err := validWrites(writes); err != nil {
 		return err
 	}
@@ -545,10 +546,10 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 	})
 }
 
-// PutRunCheckpoint implements graphserver.RunCheckpointer: PutCheckpoint,
+// PutRunCheckpoint implements driver.RunCheckpointer: PutCheckpoint,
 // in a transaction that first checks that owner holds run runID (ENOTFOUND
 // when not).
-func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *graphserver.CheckpointRecord) error {
+func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *driver.CheckpointRecord) error {
 	if err := validCheckpoint(cp); err != nil {
 		return err
 	}
@@ -562,11 +563,11 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *gra
 	})
 }
 
-// PutRunWrites implements graphserver.RunCheckpointer: PutWrites for run
+// PutRunWrites implements driver.RunCheckpointer: PutWrites for run
 // runID held by owner (ENOTFOUND when not), recording the writes as the
 // run's; the writes of the task made by another run (or none) move to
 // checkpoint_writes_replaced, from where deleting the run restores them.
-func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	if runID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A run id is required.")
 	}
@@ -598,7 +599,7 @@ func leaseLost(runID string) error {
 	return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
 }
 
-func validWrites(writes []graphserver.PendingWrite) error {
+func validWrites(writes []driver.PendingWrite) error {
 	for _, w := range writes {
 		if !json.Valid(w.Value) {
 			return graphserver.Errorf(graphserver.EINVALID, "The pending write to channel %q is not valid JSON.", w.Channel)
@@ -610,7 +611,7 @@ func validWrites(writes []graphserver.PendingWrite) error {
 // putWrites replaces the writes of task taskID at a checkpoint, recording
 // them as run runID's ("" = no run). A run keeps the rows it replaces that
 // are not its own in checkpoint_writes_replaced.
-func putWrites(ctx context.Context, tx *sqlx.Tx, runID, threadID, ns, cpID, taskID string, writes []graphserver.PendingWrite) error {
+func putWrites(ctx context.Context, tx *sqlx.Tx, runID, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	tid, err := ensureThreadKey(ctx, tx, threadID)
 	if err != nil {
 		return err
@@ -644,9 +645,9 @@ func putWrites(ctx context.Context, tx *sqlx.Tx, runID, threadID, ns, cpID, task
 	return nil
 }
 
-// GetCheckpoint implements graphserver.Checkpointer.
-func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
-	var out *graphserver.CheckpointRecord
+// GetCheckpoint implements driver.Checkpointer.
+func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*driver.CheckpointRecord, error) {
+	var out *driver.CheckpointRecord
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
 		var err error
 		out, err = getCheckpoint(ctx, tx, threadID, ns, cpID)
@@ -660,7 +661,7 @@ func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*gr
 
 // getCheckpoint reads one checkpoint (the latest in ns when cpID is
 // empty) with its values and pending writes.
-func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) (*graphserver.CheckpointRecord, error) {
+func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) (*driver.CheckpointRecord, error) {
 	notFound := func() error {
 		if cpID == "" {
 			return graphserver.Errorf(graphserver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q", threadID, ns)
@@ -686,8 +687,8 @@ func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpI
 }
 
 // loadCheckpoint decodes r and fills its values and pending writes.
-func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, r *checkpointRow) (*graphserver.CheckpointRecord, error) {
-	cp := &graphserver.CheckpointRecord{
+func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, r *checkpointRow) (*driver.CheckpointRecord, error) {
+	cp := &driver.CheckpointRecord{
 		ThreadID: threadID, NS: r.NS, CheckpointID: string(r.CheckpointID), ParentCheckpointID: string(r.ParentCheckpointID),
 		RunID: string(r.RunID), Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
 	}
@@ -722,7 +723,7 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs); err != nil {
 		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
 	}
-	cp.PendingWrites = []graphserver.PendingWrite{}
+	cp.PendingWrites = []driver.PendingWrite{}
 	if !r.HasWrites {
 		return cp, nil
 	}
@@ -892,7 +893,7 @@ func concatArrays(head []byte, inners [][]byte) (json.RawMessage, error) {
 
 // loadWrites reads the pending writes saved at a checkpoint, ordered by task
 // path, task id and index.
-func loadWrites(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, cpID string) ([]graphserver.PendingWrite, error) {
+func loadWrites(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, cpID string) ([]driver.PendingWrite, error) {
 	var rows []struct {
 		TaskID   string `db:"task_id"`
 		TaskPath string `db:"task_path"`
@@ -905,18 +906,18 @@ func loadWrites(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, cpID 
 		tid, ns, checkpointID(cpID)); err != nil {
 		return nil, fmt.Errorf("load pending writes: %w", err)
 	}
-	out := make([]graphserver.PendingWrite, 0, len(rows))
+	out := make([]driver.PendingWrite, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, graphserver.PendingWrite{TaskID: r.TaskID, TaskPath: r.TaskPath, Idx: r.Idx, Channel: r.Channel, Value: json.RawMessage(r.Value)})
+		out = append(out, driver.PendingWrite{TaskID: r.TaskID, TaskPath: r.TaskPath, Idx: r.Idx, Channel: r.Channel, Value: json.RawMessage(r.Value)})
 	}
 	return out, nil
 }
 
-// ListCheckpoints implements graphserver.Checkpointer: checkpoints of
+// ListCheckpoints implements driver.Checkpointer: checkpoints of
 // opts.NS, newest first, older than opts.Before when set, whose metadata
 // (all of it, shared part included) contains opts.Metadata, at most
 // opts.Limit (0 = all). A missing thread gives an empty list.
-func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphserver.CheckpointListOptions) ([]*graphserver.CheckpointRecord, error) {
+func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts driver.CheckpointListOptions) ([]*driver.CheckpointRecord, error) {
 	var w where
 	w.add("c.tid = (SELECT tid FROM checkpoint_threads WHERE thread_id = ?)", threadID)
 	w.add("c.checkpoint_ns = ?", opts.NS)
@@ -927,14 +928,14 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 		return nil, err
 	}
 	lim, largs := limitOffset(opts.Limit, 0, false)
-	out := []*graphserver.CheckpointRecord{}
+	out := []*driver.CheckpointRecord{}
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
 		var rows []checkpointRow
 		if err := tx.SelectContext(ctx, &rows, checkpointSelect+w.String()+
 			` ORDER BY c.checkpoint_id DESC`+lim, append(w.args, largs...)...); err != nil {
 			return fmt.Errorf("list checkpoints: %w", err)
 		}
-		out = make([]*graphserver.CheckpointRecord, 0, len(rows))
+		out = make([]*driver.CheckpointRecord, 0, len(rows))
 		for i := range rows {
 			cp, err := loadCheckpoint(ctx, tx, threadID, &rows[i])
 			if err != nil {
@@ -953,7 +954,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts graphse
 // DeleteRunCheckpoints deletes the checkpoints that run runID wrote on a
 // thread (every namespace), their pending writes, and the blobs and shared
 // metadata no remaining checkpoint needs. It is not part of
-// graphserver.Storage: the Server uses it to roll back a run (multitask
+// driver.Storage: the Server uses it to roll back a run (multitask
 // rollback). Deleting nothing is not an error.
 func (db *DB) DeleteRunCheckpoints(ctx context.Context, threadID, runID string) error {
 	if runID == "" {
@@ -1114,7 +1115,7 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 	}
 	cp.ParentCheckpointID = ""
 	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
-		cp.NewBlobs = append(cp.NewBlobs, graphserver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
+		cp.NewBlobs = append(cp.NewBlobs, driver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
 	}
 	return putCheckpoint(ctx, tx, cp, cp.CreatedAt, nil)
 }

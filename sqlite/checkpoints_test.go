@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // TestCheckpointCompactForm checks that engine-style checkpoints (UUIDv7 ids
@@ -29,7 +30,7 @@ func TestCheckpointCompactForm(t *testing.T) {
 		return u.String()
 	}
 	a, b, c := v7(ms), v7(ms+1), v7(ms+2)
-	for _, cp := range []*graphserver.CheckpointRecord{
+	for _, cp := range []*driver.CheckpointRecord{
 		{ThreadID: "t1", CheckpointID: a, CreatedAt: time.UnixMilli(ms)},
 		{ThreadID: "t1", CheckpointID: b, ParentCheckpointID: a, CreatedAt: time.UnixMilli(ms + 1).Add(time.Microsecond)},
 		{ThreadID: "t1", CheckpointID: c, ParentCheckpointID: b, CreatedAt: time.UnixMilli(ms + 2)},

@@ -12,10 +12,11 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-var _ graphserver.CronStorage = (*DB)(nil)
+var _ driver.CronStorage = (*DB)(nil)
 
 // cronRow is a crons row.
 type cronRow struct {
@@ -116,7 +117,7 @@ func getCron(ctx context.Context, q sqlx.QueryerContext, id string, filter, thre
 	return r.cron()
 }
 
-// CreateCron implements graphserver.CronStorage.
+// CreateCron implements driver.CronStorage.
 func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
 	payload, err := jsoncol.Value(c.Payload)
 	if err != nil {
@@ -156,17 +157,17 @@ func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter 
 	return out, nil
 }
 
-// GetCron implements graphserver.CronStorage.
+// GetCron implements driver.CronStorage.
 func (db *DB) GetCron(ctx context.Context, id string, filter, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
 	c, err := getCron(ctx, db.reader, id, filter, threadFilter)
 	return c, translate(err)
 }
 
-// UpdateCron implements graphserver.CronStorage: metadata is merged
+// UpdateCron implements driver.CronStorage: metadata is merged
 // shallowly, the other fields of u that are set replace the stored ones.
-func (db *DB) UpdateCron(ctx context.Context, id string, u *graphserver.CronUpdate, filter, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
+func (db *DB) UpdateCron(ctx context.Context, id string, u *driver.CronUpdate, filter, threadFilter graphserver.Filter) (*graphserver.Cron, error) {
 	if u == nil {
-		u = &graphserver.CronUpdate{}
+		u = &driver.CronUpdate{}
 	}
 	sets := []string{"updated_at = ?"}
 	args := []any{formatTime(u.UpdatedAt)}
@@ -230,7 +231,7 @@ func (db *DB) UpdateCron(ctx context.Context, id string, u *graphserver.CronUpda
 	return out, nil
 }
 
-// DeleteCron implements graphserver.CronStorage.
+// DeleteCron implements driver.CronStorage.
 func (db *DB) DeleteCron(ctx context.Context, id string, filter, threadFilter graphserver.Filter) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		var w where
@@ -299,7 +300,7 @@ func selectCrons(ctx context.Context, q sqlx.QueryerContext, query string, args 
 	return out, nil
 }
 
-// SearchCrons implements graphserver.CronStorage. It returns at most
+// SearchCrons implements driver.CronStorage. It returns at most
 // s.Limit+1 crons (no limit when s.Limit <= 0).
 func (db *DB) SearchCrons(ctx context.Context, s *graphserver.CronSearch) ([]*graphserver.Cron, error) {
 	if s == nil {
@@ -319,7 +320,7 @@ func (db *DB) SearchCrons(ctx context.Context, s *graphserver.CronSearch) ([]*gr
 	return out, nil
 }
 
-// CountCrons implements graphserver.CronStorage.
+// CountCrons implements driver.CronStorage.
 func (db *DB) CountCrons(ctx context.Context, s *graphserver.CronSearch) (int, error) {
 	if s == nil {
 		s = &graphserver.CronSearch{}
@@ -335,7 +336,7 @@ func (db *DB) CountCrons(ctx context.Context, s *graphserver.CronSearch) (int, e
 	return n, nil
 }
 
-// DueCrons implements graphserver.CronStorage.
+// DueCrons implements driver.CronStorage.
 func (db *DB) DueCrons(ctx context.Context, now time.Time, limit int) ([]*graphserver.Cron, error) {
 	ts := formatTime(now)
 	out, err := selectCrons(ctx, db.reader, `SELECT `+cronColumns+` FROM crons
@@ -347,9 +348,9 @@ func (db *DB) DueCrons(ctx context.Context, now time.Time, limit int) ([]*graphs
 	return out, nil
 }
 
-// fireCron claims a cron firing inside tx (see graphserver.CronFiring) and
+// fireCron claims a cron firing inside tx (see driver.CronFiring) and
 // reports whether it did.
-func fireCron(ctx context.Context, tx *sqlx.Tx, f *graphserver.CronFiring) (bool, error) {
+func fireCron(ctx context.Context, tx *sqlx.Tx, f *driver.CronFiring) (bool, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE crons SET next_run_date = ?
 		WHERE cron_id = ? AND enabled = 1 AND next_run_date = ?`, nullTime(f.Next), f.CronID, formatTime(f.Due))
 	if err != nil {
@@ -362,8 +363,8 @@ func fireCron(ctx context.Context, tx *sqlx.Tx, f *graphserver.CronFiring) (bool
 	return n == 1, nil
 }
 
-// FireCron implements graphserver.CronStorage.
-func (db *DB) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
+// FireCron implements driver.CronStorage.
+func (db *DB) FireCron(ctx context.Context, f *driver.CronFiring) (bool, error) {
 	var fired bool
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
 		var err error

@@ -12,8 +12,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-
-	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // A holder is one open DB: the runs it claims record its id
@@ -132,14 +131,14 @@ func (h *holderLock) removeGone() {
 	}
 }
 
-var _ graphserver.RunRecoverer = (*DB)(nil)
+var _ driver.RunRecoverer = (*DB)(nil)
 
-// RecoverRuns implements graphserver.RunRecoverer: it gives sweep the
+// RecoverRuns implements driver.RunRecoverer: it gives sweep the
 // running runs whose holder is gone (the process that
 // claimed them closed the database or died), without waiting for their
 // leases to expire. Runs held by this DB, by holders still open (in this
 // process or another one) and by unknown holders are left to lease expiry.
-func (db *DB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx graphserver.Tx, runs []graphserver.RunRef) error) error {
+func (db *DB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, tx driver.Tx, runs []driver.RunRef) error) error {
 	if db.holder.file == nil {
 		return nil
 	}
@@ -164,7 +163,7 @@ func (db *DB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, t
 	if len(dead) == 0 {
 		return nil
 	}
-	return db.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+	return db.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		var rows []runRefRow
 		if err := db.txOf(tx).SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
 			WHERE r.status = 'running' AND r.lease_holder IN (?`+strings.Repeat(", ?", len(dead)-1)+`)`, dead...); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -39,7 +40,7 @@ func TestRecoverRuns(t *testing.T) {
 		_, err := a.CreateThread(ctx, &graphserver.Thread{ThreadID: id, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
 			Status: graphserver.ThreadIdle, Values: json.RawMessage("null")}, graphserver.IfExistsRaise, nil)
 		require.NoError(t, err)
-		require.NoError(t, a.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+		require.NoError(t, a.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 			return tx.InsertRun(ctx, &graphserver.Run{RunID: "r" + id, ThreadID: id, AssistantID: "a", CreatedAt: now.Add(time.Duration(i)),
 				UpdatedAt: now, Status: graphserver.RunPending, MultitaskStrategy: graphserver.MultitaskEnqueue,
 				Kwargs: graphserver.RunKwargs{Input: json.RawMessage("{}")}}, nil)
@@ -53,10 +54,10 @@ func TestRecoverRuns(t *testing.T) {
 	}
 	// recover returns the runs db's RecoverRuns hands over, after putting
 	// them back to pending.
-	recover := func(db *sqlite.DB) []graphserver.RunRef {
+	recover := func(db *sqlite.DB) []driver.RunRef {
 		t.Helper()
-		var got []graphserver.RunRef
-		require.NoError(t, db.RecoverRuns(ctx, func(ctx context.Context, tx graphserver.Tx, runs []graphserver.RunRef) error {
+		var got []driver.RunRef
+		require.NoError(t, db.RecoverRuns(ctx, func(ctx context.Context, tx driver.Tx, runs []driver.RunRef) error {
 			got = runs
 			for _, r := range runs {
 				if err := tx.SetRunStatus(ctx, r.RunID, graphserver.RunPending, now); err != nil {
@@ -75,7 +76,7 @@ func TestRecoverRuns(t *testing.T) {
 	require.Empty(t, recover(b), "a and c are open: their runs have live workers")
 
 	require.NoError(t, a.Close())
-	require.Equal(t, []graphserver.RunRef{{RunID: "rt1", ThreadID: "t1", Status: graphserver.RunRunning, Attempt: 1}}, recover(b))
+	require.Equal(t, []driver.RunRef{{RunID: "rt1", ThreadID: "t1", Status: graphserver.RunRunning, Attempt: 1}}, recover(b))
 	r, err := b.GetRun(ctx, "", "rt1", nil)
 	require.NoError(t, err)
 	require.Equal(t, graphserver.RunPending, r.Status)
@@ -87,7 +88,7 @@ func TestRecoverRuns(t *testing.T) {
 	require.Len(t, entries, 2, "b and c")
 
 	require.NoError(t, c.Close())
-	require.Equal(t, []graphserver.RunRef{{RunID: "rt3", ThreadID: "t3", Status: graphserver.RunRunning, Attempt: 1}}, recover(b))
+	require.Equal(t, []driver.RunRef{{RunID: "rt3", ThreadID: "t3", Status: graphserver.RunRunning, Attempt: 1}}, recover(b))
 	r, err = b.GetRun(ctx, "", "rt2", nil)
 	require.NoError(t, err)
 	require.Equal(t, graphserver.RunRunning, r.Status, "b's own run is left alone")

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 var (
-	_ graphserver.ObservableStorage = (*DB)(nil)
-	_ graphserver.RunQueueCounter   = (*DB)(nil)
+	_ driver.ObservableStorage = (*DB)(nil)
+	_ driver.RunQueueCounter   = (*DB)(nil)
 )
 
 // dbObservers holds the observers of a DB (AddObserver).
@@ -20,7 +21,7 @@ type dbObservers struct {
 	list []graphserver.Observer
 }
 
-// AddObserver implements graphserver.ObservableStorage: o is told of every
+// AddObserver implements driver.ObservableStorage: o is told of every
 // grouped write transaction (graphserver.StorageWriteEvent), whose size and
 // latency show how well group commit amortizes the writer. It is safe for
 // concurrent use.
@@ -42,7 +43,7 @@ func (db *DB) observeGroup(size int, took time.Duration, err error) {
 	}
 }
 
-// CountRunQueue implements graphserver.RunQueueCounter with one indexed
+// CountRunQueue implements driver.RunQueueCounter with one indexed
 // query on the pending and running runs.
 func (db *DB) CountRunQueue(ctx context.Context, now time.Time) (graphserver.RunQueueCount, error) {
 	var row struct {

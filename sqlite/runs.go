@@ -13,10 +13,11 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-var _ graphserver.RunStorage = (*DB)(nil)
+var _ driver.RunStorage = (*DB)(nil)
 
 // runRow is a runs row.
 type runRow struct {
@@ -67,7 +68,7 @@ func isActive(status string) bool {
 
 // insertWebhook queues d in the outbox. A delivery whose id is queued
 // already (ids derive from run ids) is left as it is.
-func insertWebhook(ctx context.Context, tx *sqlx.Tx, d *graphserver.WebhookDelivery, now time.Time) error {
+func insertWebhook(ctx context.Context, tx *sqlx.Tx, d *driver.WebhookDelivery, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(now)); err != nil {
@@ -76,7 +77,7 @@ func insertWebhook(ctx context.Context, tx *sqlx.Tx, d *graphserver.WebhookDeliv
 	return nil
 }
 
-// GetRun implements graphserver.RunStorage.
+// GetRun implements driver.RunStorage.
 func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) (*graphserver.Run, error) {
 	var w where
 	w.add("r.run_id = ?", runID)
@@ -105,7 +106,7 @@ func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphse
 	return run, nil
 }
 
-// ListRuns implements graphserver.RunStorage.
+// ListRuns implements driver.RunStorage.
 func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunSearch) ([]*graphserver.Run, error) {
 	var out []*graphserver.Run
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
@@ -139,7 +140,7 @@ func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunS
 	return out, err
 }
 
-// DeleteRun implements graphserver.RunStorage.
+// DeleteRun implements driver.RunStorage.
 func (db *DB) DeleteRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		var w where
@@ -195,8 +196,8 @@ WHERE run_id = (
 	LIMIT 1)
 RETURNING ` + runColumns + `, attempt`
 
-// ClaimRun implements graphserver.RunStorage.
-func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*graphserver.QueuedRun, error) {
+// ClaimRun implements driver.RunStorage.
+func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*driver.QueuedRun, error) {
 	var row struct {
 		runRow
 		Attempt int `db:"attempt"`
@@ -230,10 +231,10 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 	if err != nil {
 		return nil, err
 	}
-	return &graphserver.QueuedRun{Run: run, Attempt: row.Attempt}, nil
+	return &driver.QueuedRun{Run: run, Attempt: row.Attempt}, nil
 }
 
-// RenewRunLease implements graphserver.RunStorage.
+// RenewRunLease implements driver.RunStorage.
 func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil time.Time) (string, error) {
 	var action sql.NullString
 	err := db.writer.GetContext(ctx, &action, `UPDATE runs SET lease_expires_at = ?
@@ -246,7 +247,7 @@ func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil
 	return action.String, nil
 }
 
-// ReleaseRun implements graphserver.RunStorage.
+// ReleaseRun implements driver.RunStorage.
 func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time) error {
 	res, err := db.writer.ExecContext(ctx, `UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL,
 		lease_holder = NULL, updated_at = ? WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, formatTime(now), runID, owner)
@@ -259,7 +260,7 @@ func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time
 	return nil
 }
 
-// LatestCheckpointNotByRun implements graphserver.RunStorage.
+// LatestCheckpointNotByRun implements driver.RunStorage.
 func (db *DB) LatestCheckpointNotByRun(ctx context.Context, threadID, runID string) (string, error) {
 	var id checkpointID
 	err := db.reader.GetContext(ctx, &id, `SELECT checkpoint_id FROM checkpoints
@@ -273,7 +274,7 @@ func (db *DB) LatestCheckpointNotByRun(ctx context.Context, threadID, runID stri
 	return string(id), nil
 }
 
-// RunStatuses implements graphserver.RunStorage.
+// RunStatuses implements driver.RunStorage.
 func (db *DB) RunStatuses(ctx context.Context, runIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(runIDs))
 	for chunk := range slices.Chunk(runIDs, 500) {

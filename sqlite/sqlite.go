@@ -1,4 +1,4 @@
-// Package sqlite implements graphserver.Storage on one SQLite file, using the
+// Package sqlite implements driver.Storage on one SQLite file, using the
 // pure-Go driver modernc.org/sqlite (no cgo) and sqlx.
 //
 // Open creates the file if needed and applies the embedded migrations
@@ -62,6 +62,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 //go:embed migrations/*.sql
@@ -74,7 +75,7 @@ const TimeFormat = "2006-01-02T15:04:05.000000Z"
 // ReadConnsDefault is the default size of the read pool.
 const ReadConnsDefault = 4
 
-// DB is a graphserver.Storage backed by one SQLite file. It is safe for
+// DB is a driver.Storage backed by one SQLite file. It is safe for
 // concurrent use. Close it when done, after the Server using it is closed.
 type DB struct {
 	// Now returns the current time; it defaults to time.Now. Tests may
@@ -96,10 +97,10 @@ type DB struct {
 }
 
 var (
-	_ graphserver.Storage   = (*DB)(nil)
-	_ graphserver.Optimizer = (*DB)(nil)
+	_ driver.Storage   = (*DB)(nil)
+	_ driver.Optimizer = (*DB)(nil)
 
-	_ graphserver.RunCheckpointer = (*DB)(nil)
+	_ driver.RunCheckpointer = (*DB)(nil)
 )
 
 // OpenOptions tunes Open. The zero value is the default.
@@ -264,7 +265,7 @@ func (db *DB) Ping(ctx context.Context) error {
 }
 
 // Optimize runs PRAGMA optimize and a truncating WAL checkpoint. It
-// implements graphserver.Optimizer: a started Server calls it every
+// implements driver.Optimizer: a started Server calls it every
 // Options.OptimizeInterval. It is safe at any time.
 func (db *DB) Optimize(ctx context.Context) error {
 	if _, err := db.writer.ExecContext(ctx, `PRAGMA optimize`); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -185,22 +186,22 @@ func TestDeleteRunCheckpoints(t *testing.T) {
 	ctx := t.Context()
 	_, err := db.CreateThread(ctx, &graphserver.Thread{ThreadID: "t1"}, "", nil)
 	require.NoError(t, err)
-	put := func(ns, id, parent, run string, versions map[string]string, blobs ...graphserver.ChannelBlob) {
+	put := func(ns, id, parent, run string, versions map[string]string, blobs ...driver.ChannelBlob) {
 		t.Helper()
-		require.NoError(t, db.PutCheckpoint(ctx, &graphserver.CheckpointRecord{
+		require.NoError(t, db.PutCheckpoint(ctx, &driver.CheckpointRecord{
 			ThreadID: "t1", NS: ns, CheckpointID: id, ParentCheckpointID: parent, RunID: run,
 			ChannelVersions: versions, NewBlobs: blobs,
 		}))
 	}
-	blob := func(ch, v, base, data string) graphserver.ChannelBlob {
-		return graphserver.ChannelBlob{Channel: ch, Version: v, Base: base, Data: json.RawMessage(data)}
+	blob := func(ch, v, base, data string) driver.ChannelBlob {
+		return driver.ChannelBlob{Channel: ch, Version: v, Base: base, Data: json.RawMessage(data)}
 	}
 	put("", "c1", "", "r1", map[string]string{"m": "1"}, blob("m", "1", "", `["a"]`))
 	put("", "c2", "c1", "r1", map[string]string{"m": "2", "n": "1"}, blob("m", "2", "1", `["b"]`), blob("n", "1", "", `1`))
 	put("", "c3", "c2", "r2", map[string]string{"m": "3", "n": "2"}, blob("m", "3", "2", `["c"]`), blob("n", "2", "", `2`))
 	put("", "c4", "c3", "r2", map[string]string{"m": "4", "n": "2"}, blob("m", "4", "3", `["d"]`))
 	put("sub:1", "s1", "", "r2", map[string]string{"x": "1"}, blob("x", "1", "", `0`))
-	require.NoError(t, db.PutWrites(ctx, "t1", "", "c4", "task", []graphserver.PendingWrite{{Channel: "m", Value: json.RawMessage(`1`)}}))
+	require.NoError(t, db.PutWrites(ctx, "t1", "", "c4", "task", []driver.PendingWrite{{Channel: "m", Value: json.RawMessage(`1`)}}))
 
 	require.NoError(t, db.DeleteRunCheckpoints(ctx, "t1", "r2"))
 	cp, err := db.GetCheckpoint(ctx, "t1", "", "")
@@ -238,10 +239,10 @@ func TestDeleteRunCheckpointsKeepsLinkedRows(t *testing.T) {
 	require.NoError(t, err)
 	put := func(id, parent, run, v, base, data string) {
 		t.Helper()
-		require.NoError(t, db.PutCheckpoint(ctx, &graphserver.CheckpointRecord{
+		require.NoError(t, db.PutCheckpoint(ctx, &driver.CheckpointRecord{
 			ThreadID: "t1", CheckpointID: id, ParentCheckpointID: parent, RunID: run,
 			ChannelVersions: map[string]string{"m": v},
-			NewBlobs:        []graphserver.ChannelBlob{{Channel: "m", Version: v, Base: base, Data: json.RawMessage(data)}},
+			NewBlobs:        []driver.ChannelBlob{{Channel: "m", Version: v, Base: base, Data: json.RawMessage(data)}},
 		}))
 	}
 	rows := func() []string {

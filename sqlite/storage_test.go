@@ -3,7 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
-	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/storagetest"
 )
 
@@ -11,14 +11,14 @@ import (
 // database per call.
 func TestStorage(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, func(t *testing.T) graphserver.Storage {
+	storagetest.Run(t, func(t *testing.T) driver.Storage {
 		return openDB(t)
 	})
 }
 
 // BenchmarkStorage runs the shared storage benchmarks on SQLite.
 func BenchmarkStorage(b *testing.B) {
-	storagetest.Benchmark(b, func(b *testing.B) graphserver.Storage {
+	storagetest.Benchmark(b, func(b *testing.B) driver.Storage {
 		return openDB(b)
 	})
 }

@@ -1,14 +1,11 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -17,10 +14,12 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
+	"github.com/graphserver/graphserver/internal/vecrank"
 )
 
-var _ graphserver.ItemStorage = (*DB)(nil)
+var _ driver.ItemStorage = (*DB)(nil)
 
 // itemRow is a row of store_items.
 type itemRow struct {
@@ -64,8 +63,8 @@ func expiresAfter(t time.Time, minutes float64) string {
 	return formatTime(t.Add(time.Duration(minutes * float64(time.Minute))))
 }
 
-// PutItem implements graphserver.ItemStorage.
-func (db *DB) PutItem(ctx context.Context, w *graphserver.ItemWrite) error {
+// PutItem implements driver.ItemStorage.
+func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
@@ -141,7 +140,7 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO store_vectors (item_id, seq, path, dims, vector) VALUES (?, ?, ?, ?, ?)`,
-				id, i, e.Path, len(e.Vector), encodeVector(e.Vector)); err != nil {
+				id, i, e.Path, len(e.Vector), vecrank.Encode(e.Vector)); err != nil {
 				return fmt.Errorf("insert store vector: %w", err)
 			}
 		}
@@ -154,7 +153,7 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 	})
 }
 
-// GetItem implements graphserver.ItemStorage.
+// GetItem implements driver.ItemStorage.
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	nowS := formatTime(now)
 	var r itemRow
@@ -198,7 +197,7 @@ WHERE id = ? AND ttl_minutes IS NOT NULL AND expires_at > ?`, expiresAfter(now, 
 	})
 }
 
-// DeleteItem implements graphserver.ItemStorage.
+// DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key)
@@ -209,7 +208,7 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 	})
 }
 
-// DeleteExpiredItems implements graphserver.ItemStorage.
+// DeleteExpiredItems implements driver.ItemStorage.
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
@@ -223,7 +222,7 @@ func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error
 	return int(n), err
 }
 
-// ListItemNamespaces implements graphserver.ItemStorage.
+// ListItemNamespaces implements driver.ItemStorage.
 func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.Time) ([][]string, error) {
 	var w itemWhere
 	w.prefix("namespace", prefix)
@@ -242,8 +241,8 @@ func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.
 	return out, nil
 }
 
-// SearchItems implements graphserver.ItemStorage.
-func (db *DB) SearchItems(ctx context.Context, q *graphserver.ItemQuery) ([]graphserver.SearchItem, error) {
+// SearchItems implements driver.ItemStorage.
+func (db *DB) SearchItems(ctx context.Context, q *driver.ItemQuery) ([]graphserver.SearchItem, error) {
 	var w itemWhere
 	w.prefix("i.namespace", q.NamespacePrefix)
 	w.labels("i.namespace", q.NamespaceLabels)
@@ -293,7 +292,7 @@ WHERE `+w.and()+` ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, appen
 
 // searchText ranks the items matching w by FTS5 bm25 relevance to q.Query;
 // items whose text matches no query term are left out.
-func (db *DB) searchText(ctx context.Context, q *graphserver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
+func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
 	match := ftsQuery(q.Query)
 	if match == "" {
 		return nil, nil, nil
@@ -338,13 +337,9 @@ func ftsQuery(text string) string {
 // their vectors to q.Vector (ties: the most recently inserted item first),
 // computed here over every candidate vector, then pads with the items that
 // have no vector of that size (unscored, newest first).
-func (db *DB) searchVector(ctx context.Context, q *graphserver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
+func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *itemWhere) ([]itemRow, []*float64, error) {
 	dims := len(q.Vector)
-	type scored struct {
-		id    int64
-		score float64
-	}
-	var ranked []scored
+	rank := vecrank.New(q.Vector)
 	var rows []itemRow
 	err := db.read(ctx, func(tx *sqlx.Tx) error {
 		cur, err := tx.QueryContext(ctx, `SELECT v.item_id, v.vector
@@ -360,27 +355,18 @@ WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`, append([]any{dims}, w.args
 			if err := cur.Scan(&id, &blob); err != nil {
 				return fmt.Errorf("read store vectors: %w", err)
 			}
-			s := cosine(q.Vector, blob)
-			if n := len(ranked); n > 0 && ranked[n-1].id == id {
-				ranked[n-1].score = max(ranked[n-1].score, s)
-			} else {
-				ranked = append(ranked, scored{id, s})
-			}
+			rank.Add(id, blob)
 		}
 		if err := cur.Err(); err != nil {
 			return fmt.Errorf("read store vectors: %w", err)
 		}
-		slices.SortStableFunc(ranked, func(a, b scored) int {
-			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.id, a.id))
-		})
 
 		// The page: scored items first, then unscored ones.
-		end := q.Offset + q.Limit
-		page := ranked[min(q.Offset, len(ranked)):min(end, len(ranked))]
+		page, skip, take := rank.Page(q.Offset, q.Limit)
 		if len(page) > 0 {
 			ids := make([]any, len(page))
 			for i, p := range page {
-				ids[i] = p.id
+				ids[i] = p.ID
 			}
 			var got []itemRow
 			if err := tx.SelectContext(ctx, &got, `SELECT `+itemColumns+` FROM store_items WHERE id IN (`+placeholders(len(ids))+`)`, ids...); err != nil {
@@ -391,15 +377,13 @@ WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`, append([]any{dims}, w.args
 				byID[r.ID] = r
 			}
 			for _, p := range page {
-				rows = append(rows, byID[p.id])
+				rows = append(rows, byID[p.ID])
 			}
 		}
-		if end <= len(ranked) {
+		if take == 0 {
 			return nil
 		}
 		var rest []itemRow
-		skip := max(q.Offset-len(ranked), 0)
-		take := end - max(q.Offset, len(ranked))
 		if err := tx.SelectContext(ctx, &rest, `SELECT `+prefixed("i.", itemColumns)+` FROM store_items AS i
 WHERE NOT EXISTS (SELECT 1 FROM store_vectors AS v WHERE v.item_id = i.id AND v.dims = ?) AND `+w.and()+`
 ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(append([]any{dims}, w.args...), take, skip)...); err != nil {
@@ -411,42 +395,7 @@ ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(append([]any{dim
 	if err != nil {
 		return nil, nil, err
 	}
-	scores := make([]*float64, len(rows))
-	for i := range rows {
-		if j := q.Offset + i; j < len(ranked) {
-			s := ranked[j].score
-			scores[i] = &s
-		}
-	}
-	return rows, scores, nil
-}
-
-// encodeVector renders a vector as little-endian float32s.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// cosine returns the cosine similarity of q and the encoded vector b (of the
-// same size), 0 when either is zero.
-func cosine(q []float32, b []byte) float64 {
-	if len(b) != 4*len(q) {
-		return 0
-	}
-	var dot, nq, nb float64
-	for i, x := range q {
-		y := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		dot += float64(x) * y
-		nq += float64(x) * float64(x)
-		nb += y * y
-	}
-	if nq == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(nq*nb)
+	return rows, rank.Scores(q.Offset, len(rows)), nil
 }
 
 // placeholders returns "?, ?, ..." with n marks.
@@ -511,8 +460,8 @@ func (w *itemWhere) live(col string, now time.Time) {
 }
 
 // condition adds one filter condition on the top-level field c.Field of the
-// JSON object in col, with the semantics of graphserver.ItemCondition.
-func (w *itemWhere) condition(col string, c graphserver.ItemCondition) error {
+// JSON object in col, with the semantics of driver.ItemCondition.
+func (w *itemWhere) condition(col string, c driver.ItemCondition) error {
 	if strings.ContainsAny(c.Field, `"\`) {
 		return graphserver.Errorf(graphserver.EINVALID, "The filter field %q cannot contain a quote or a backslash.", c.Field)
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/embedtest"
+	"github.com/graphserver/graphserver/internal/vecrank"
 )
 
 // benchItems is the number of items in the store benchmarks' database.
@@ -74,7 +76,7 @@ func openBenchDB(b *testing.B) *DB {
 				return err
 			}
 			v, _ := emb.Embed(ctx, []string{text})
-			if _, err := vecs.ExecContext(ctx, i+1, benchDims, encodeVector(v[0])); err != nil {
+			if _, err := vecs.ExecContext(ctx, i+1, benchDims, vecrank.Encode(v[0])); err != nil {
 				return err
 			}
 		}
@@ -105,12 +107,12 @@ func BenchmarkStore(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			text := benchText(n)
-			err := db.PutItem(ctx, &graphserver.ItemWrite{
+			err := db.PutItem(ctx, &driver.ItemWrite{
 				Namespace: []string{"bench", "put", fmt.Sprint(n % 100)},
 				Key:       fmt.Sprint(n),
 				Value:     graphserver.Object{"i": n, "text": text},
 				Now:       now,
-				Index:     []graphserver.ItemIndexEntry{{Path: "$", Text: text}},
+				Index:     []driver.ItemIndexEntry{{Path: "$", Text: text}},
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -136,26 +138,26 @@ func BenchmarkStore(b *testing.B) {
 
 	searches := []struct {
 		name string
-		q    graphserver.ItemQuery
+		q    driver.ItemQuery
 	}{
 		// 100 items under the prefix, newest 10.
-		{"Prefix", graphserver.ItemQuery{NamespacePrefix: []string{"users", "42"}}},
+		{"Prefix", driver.ItemQuery{NamespacePrefix: []string{"users", "42"}}},
 		// Every item matches the prefix; the filter keeps a tenth.
-		{"PrefixFilter", graphserver.ItemQuery{NamespacePrefix: []string{"users"},
-			Conditions: []graphserver.ItemCondition{{Field: "group", Op: "$eq", Value: 3.0}, {Field: "i", Op: "$gte", Value: 50000.0}}}},
-		{"FullText", graphserver.ItemQuery{Query: "alpha zulu"}},
-		{"FullTextPrefix", graphserver.ItemQuery{NamespacePrefix: []string{"users", "42"}, Query: "alpha zulu"}},
+		{"PrefixFilter", driver.ItemQuery{NamespacePrefix: []string{"users"},
+			Conditions: []driver.ItemCondition{{Field: "group", Op: "$eq", Value: 3.0}, {Field: "i", Op: "$gte", Value: 50000.0}}}},
+		{"FullText", driver.ItemQuery{Query: "alpha zulu"}},
+		{"FullTextPrefix", driver.ItemQuery{NamespacePrefix: []string{"users", "42"}, Query: "alpha zulu"}},
 	}
 	vec, _ := embedtest.HashEmbedder{Dims: benchDims}.Embed(ctx, []string{"alpha zulu"})
 	searches = append(searches,
 		struct {
 			name string
-			q    graphserver.ItemQuery
-		}{"VectorPrefix", graphserver.ItemQuery{NamespacePrefix: []string{"users", "42"}, Query: "alpha zulu", Vector: vec[0]}},
+			q    driver.ItemQuery
+		}{"VectorPrefix", driver.ItemQuery{NamespacePrefix: []string{"users", "42"}, Query: "alpha zulu", Vector: vec[0]}},
 		struct {
 			name string
-			q    graphserver.ItemQuery
-		}{"VectorAll", graphserver.ItemQuery{Query: "alpha zulu", Vector: vec[0]}},
+			q    driver.ItemQuery
+		}{"VectorAll", driver.ItemQuery{Query: "alpha zulu", Vector: vec[0]}},
 	)
 	// The searches run twice: on a fresh database (no planner statistics),
 	// then after ANALYZE, as on a database that ran PRAGMA optimize.

@@ -117,11 +117,10 @@ func expiry(t time.Time, minutes float64) time.Time {
 	return t.Add(time.Duration(minutes * float64(time.Minute)))
 }
 
-// CreateThread implements graphserver.ThreadStorage. It stores t as given;
-// an empty Status is stored as idle, zero timestamps as now, and a TTL
-// without ExpiresAt expires TTLMinutes after UpdatedAt.
+// CreateThread implements driver.ThreadStorage. It stores t as given (the
+// Server decides every field).
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	row, err := db.newThreadRow(t)
+	row, err := newThreadRow(t)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +150,7 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 
 // newThreadRow is the row CreateThread stores for t: what the thread reads
 // back as, without reading it.
-func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
+func newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 	metadata, err := jsoncol.Object(t.Metadata)
 	if err != nil {
 		return nil, err
@@ -176,32 +175,15 @@ func (db *DB) newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	updated, stateUpdated := t.UpdatedAt, t.StateUpdatedAt
-	if updated.IsZero() {
-		updated = created
-	}
-	if stateUpdated.IsZero() {
-		stateUpdated = created
-	}
-	status := cmp.Or(t.Status, graphserver.ThreadIdle)
 	var ttlStrategy, ttlExpires sql.NullString
 	var ttlMinutes sql.NullFloat64
 	if t.TTL != nil {
-		ttlStrategy = sql.NullString{String: cmp.Or(t.TTL.Strategy, graphserver.PruneDelete), Valid: true}
+		ttlStrategy = sql.NullString{String: t.TTL.Strategy, Valid: true}
 		ttlMinutes = sql.NullFloat64{Float64: t.TTL.TTLMinutes, Valid: true}
-		exp := t.TTL.ExpiresAt
-		if exp == nil {
-			e := expiry(updated, t.TTL.TTLMinutes)
-			exp = &e
-		}
-		ttlExpires = nullTime(exp)
+		ttlExpires = nullTime(t.TTL.ExpiresAt)
 	}
-	return &threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(created), UpdatedAt: formatTime(updated),
-		StateUpdatedAt: formatTime(stateUpdated), Metadata: metadata, Config: config, Context: tctx, Status: status,
+	return &threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		StateUpdatedAt: formatTime(t.StateUpdatedAt), Metadata: metadata, Config: config, Context: tctx, Status: t.Status,
 		Values: values, Interrupts: interrupts, Error: errv, TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}, nil
 }
 
@@ -219,13 +201,13 @@ func insertThreadRow(ctx context.Context, tx *sqlx.Tx, row *threadRow) error {
 	return nil
 }
 
-// GetThread implements graphserver.ThreadStorage.
+// GetThread implements driver.ThreadStorage.
 func (db *DB) GetThread(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Thread, error) {
 	t, err := getThread(ctx, db.reader, id, filter)
 	return t, translate(err)
 }
 
-// UpdateThread implements graphserver.ThreadStorage: metadata is merged
+// UpdateThread implements driver.ThreadStorage: metadata is merged
 // shallowly, a TTL replaces the thread's TTL (expiring patch.TTL.Minutes
 // after now; Minutes <= 0 removes it), and updated_at becomes now.
 func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.ThreadPatch, now time.Time, filter graphserver.Filter) (*graphserver.Thread, error) {
@@ -268,7 +250,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 	return out, nil
 }
 
-// DeleteThread implements graphserver.ThreadStorage. Checkpoints, blobs and
+// DeleteThread implements driver.ThreadStorage. Checkpoints, blobs and
 // writes go with the thread (foreign keys with ON DELETE CASCADE; later
 // tables referencing threads cascade the same way).
 func (db *DB) DeleteThread(ctx context.Context, id string, filter graphserver.Filter) error {
@@ -334,7 +316,7 @@ func threadSearchWhere(s *graphserver.ThreadSearch) (*where, error) {
 	return w, nil
 }
 
-// SearchThreads implements graphserver.ThreadStorage. It returns at most
+// SearchThreads implements driver.ThreadStorage. It returns at most
 // s.Limit+1 rows (no limit when s.Limit <= 0), sorted by s.SortBy (default
 // created_at) and s.SortOrder (default desc), thread_id breaking ties.
 func (db *DB) SearchThreads(ctx context.Context, s *graphserver.ThreadSearch) ([]*graphserver.Thread, error) {
@@ -363,7 +345,7 @@ func (db *DB) SearchThreads(ctx context.Context, s *graphserver.ThreadSearch) ([
 	return out, nil
 }
 
-// CountThreads implements graphserver.ThreadStorage; limit, offset and sort
+// CountThreads implements driver.ThreadStorage; limit, offset and sort
 // are ignored.
 func (db *DB) CountThreads(ctx context.Context, s *graphserver.ThreadSearch) (int, error) {
 	if s == nil {
@@ -380,7 +362,7 @@ func (db *DB) CountThreads(ctx context.Context, s *graphserver.ThreadSearch) (in
 	return n, nil
 }
 
-// CopyThread implements graphserver.ThreadStorage. The copy has the
+// CopyThread implements driver.ThreadStorage. The copy has the
 // source's metadata, config, context, values, interrupts, error and status
 // (busy becomes idle: no run works on the copy), no TTL, timestamps now, and
 // every checkpoint, blob and pending write of the source under newID, in one
@@ -418,7 +400,7 @@ func (db *DB) CopyThread(ctx context.Context, sourceID, newID string, now time.T
 	return out, nil
 }
 
-// PruneThreads implements graphserver.ThreadStorage. Strategy delete (or
+// PruneThreads implements driver.ThreadStorage. Strategy delete (or
 // "") deletes the threads; keep_latest keeps each thread with only its
 // latest root checkpoint, whose channel values are rewritten as full blobs,
 // and its pending writes; every other checkpoint, blob and write, subgraph

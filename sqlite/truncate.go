@@ -3,10 +3,10 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/graphserver/graphserver/driver"
 	"github.com/jmoiron/sqlx"
-
-	"github.com/graphserver/graphserver"
 )
 
 // truncateStatements lists, per flag, the statements emptying its tables.
@@ -14,33 +14,40 @@ import (
 // store_fts rows go with their items through a trigger, and are cleared
 // again here in case of orphans.
 var truncateStatements = []struct {
-	on    func(graphserver.TruncateOptions) bool
+	on    func(driver.TruncateOptions) bool
 	stmts []string
 }{
-	{func(o graphserver.TruncateOptions) bool { return o.Runs }, []string{
+	{func(o driver.TruncateOptions) bool { return o.Runs }, []string{
 		`DELETE FROM webhook_outbox`,
 		`DELETE FROM runs`,
 	}},
-	{func(o graphserver.TruncateOptions) bool { return o.Threads }, []string{
+	{func(o driver.TruncateOptions) bool { return o.Threads }, []string{
 		`DELETE FROM threads`,
 	}},
-	{func(o graphserver.TruncateOptions) bool { return o.Checkpoints }, []string{
+	{func(o driver.TruncateOptions) bool { return o.Checkpoints }, []string{
 		// Cascades to checkpoint_metadata, checkpoints, checkpoint_blobs
 		// and checkpoint_writes.
 		`DELETE FROM checkpoint_threads`,
 	}},
-	{func(o graphserver.TruncateOptions) bool { return o.Assistants }, []string{
-		`DELETE FROM assistants WHERE json_extract(metadata, '$.created_by') IS NOT 'system'`,
-	}},
-	{func(o graphserver.TruncateOptions) bool { return o.Store }, []string{
+	{func(o driver.TruncateOptions) bool { return o.Store }, []string{
 		`DELETE FROM store_items`,
 		`DELETE FROM store_fts`,
 	}},
 }
 
-// Truncate implements graphserver.TruncateStorage: it deletes what opts
-// flags in one transaction, keeping system assistants.
-func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions) error {
+// Truncate implements driver.TruncateStorage: it deletes what opts
+// flags in one transaction; assistants go last, but those matching
+// opts.KeepAssistants.
+func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
+	var keep where
+	if err := keep.filter("metadata", opts.KeepAssistants); err != nil {
+		return err
+	}
+	deleteAssistants := `DELETE FROM assistants`
+	if len(keep.conds) > 0 {
+		// A condition is NULL where a key is missing: such rows go.
+		deleteAssistants += ` WHERE NOT coalesce((` + strings.Join(keep.conds, " AND ") + `), 0)`
+	}
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		for _, group := range truncateStatements {
 			if !group.on(opts) {
@@ -50,6 +57,11 @@ func (db *DB) Truncate(ctx context.Context, opts graphserver.TruncateOptions) er
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return fmt.Errorf("truncate: %w", err)
 				}
+			}
+		}
+		if opts.Assistants {
+			if _, err := tx.ExecContext(ctx, deleteAssistants, keep.args...); err != nil {
+				return fmt.Errorf("truncate assistants: %w", err)
 			}
 		}
 		return nil

@@ -13,30 +13,31 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-// WithTx implements graphserver.Storage. The transaction is one of the
+// WithTx implements driver.Storage. The transaction is one of the
 // grouped writes (writeGrouped): it commits with the writes queued beside
 // it, and fn runs again when another write of its group fails.
-func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx graphserver.Tx) error) error {
+func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx driver.Tx) error) error {
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		return fn(ctx, &txn{db: db, tx: tx})
 	})
 }
 
-// txn is a graphserver.Tx on a write transaction of the DB.
+// txn is a driver.Tx on a write transaction of the DB.
 type txn struct {
 	db *DB
 	tx *sqlx.Tx
 }
 
-var _ graphserver.Tx = (*txn)(nil)
+var _ driver.Tx = (*txn)(nil)
 
 // txOf returns the SQL transaction of a Tx this DB's WithTx gave.
-func (db *DB) txOf(tx graphserver.Tx) *sqlx.Tx { return tx.(*txn).tx }
+func (db *DB) txOf(tx driver.Tx) *sqlx.Tx { return tx.(*txn).tx }
 
-// runRefRow is a run as graphserver.RunRef reads it.
+// runRefRow is a run as driver.RunRef reads it.
 type runRefRow struct {
 	RunID    string         `db:"run_id"`
 	ThreadID string         `db:"thread_id"`
@@ -47,30 +48,30 @@ type runRefRow struct {
 
 const runRefColumns = `r.run_id, r.thread_id, r.status, r.attempt, r.cancel_action`
 
-func runRefs(rows []runRefRow) []graphserver.RunRef {
-	out := make([]graphserver.RunRef, len(rows))
+func runRefs(rows []runRefRow) []driver.RunRef {
+	out := make([]driver.RunRef, len(rows))
 	for i, r := range rows {
-		out[i] = graphserver.RunRef{RunID: r.RunID, ThreadID: r.ThreadID, Status: r.Status, Attempt: r.Attempt, CancelAction: r.Cancel.String}
+		out[i] = driver.RunRef{RunID: r.RunID, ThreadID: r.ThreadID, Status: r.Status, Attempt: r.Attempt, CancelAction: r.Cancel.String}
 	}
 	return out
 }
 
-// CheckThread implements graphserver.Tx.
+// CheckThread implements driver.Tx.
 func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
 	return checkThread(ctx, t.tx, id, filter)
 }
 
-// InsertThread implements graphserver.Tx.
+// InsertThread implements driver.Tx.
 func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
-	row, err := t.db.newThreadRow(th)
+	row, err := newThreadRow(th)
 	if err != nil {
 		return err
 	}
 	return insertThreadRow(ctx, t.tx, row)
 }
 
-// UpdateThread implements graphserver.Tx.
-func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.ThreadWrite) error {
+// UpdateThread implements driver.Tx.
+func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite) error {
 	ts := formatTime(w.Now)
 	set := []string{"updated_at = ?"}
 	args := []any{ts}
@@ -149,7 +150,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *graphserver.Thread
 	return nil
 }
 
-// DeleteThread implements graphserver.Tx. Runs and checkpoints go with the
+// DeleteThread implements driver.Tx. Runs and checkpoints go with the
 // thread (ON DELETE CASCADE).
 func (t *txn) DeleteThread(ctx context.Context, id string) error {
 	if _, err := t.tx.ExecContext(ctx, `DELETE FROM threads WHERE thread_id = ?`, id); err != nil {
@@ -158,9 +159,9 @@ func (t *txn) DeleteThread(ctx context.Context, id string) error {
 	return nil
 }
 
-// InsertRun implements graphserver.Tx. A claimed run records this DB's
+// InsertRun implements driver.Tx. A claimed run records this DB's
 // lease holder, so that RecoverRuns finds it when this process is gone.
-func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphserver.RunClaim) error {
+func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *driver.RunClaim) error {
 	metadata, err := jsoncol.Object(r.Metadata)
 	if err != nil {
 		return err
@@ -189,7 +190,7 @@ func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *graphser
 	return nil
 }
 
-// GetRun implements graphserver.Tx.
+// GetRun implements driver.Tx.
 func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error) {
 	var r struct {
 		runRow
@@ -209,8 +210,8 @@ func (t *txn) GetRun(ctx context.Context, runID string) (*graphserver.Run, error
 	return run, nil
 }
 
-// ActiveRuns implements graphserver.Tx.
-func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.RunRef, error) {
+// ActiveRuns implements driver.Tx.
+func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]driver.RunRef, error) {
 	var rows []runRefRow
 	if err := t.tx.SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
 		WHERE r.thread_id = ? AND r.status IN ('pending', 'running')`, threadID); err != nil {
@@ -219,8 +220,8 @@ func (t *txn) ActiveRuns(ctx context.Context, threadID string) ([]graphserver.Ru
 	return runRefs(rows), nil
 }
 
-// SelectRuns implements graphserver.Tx.
-func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, filter graphserver.Filter) ([]graphserver.RunRef, error) {
+// SelectRuns implements driver.Tx.
+func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, filter graphserver.Filter) ([]driver.RunRef, error) {
 	var w where
 	switch {
 	case len(sel.RunIDs) > 0:
@@ -242,8 +243,8 @@ func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 	return runRefs(rows), nil
 }
 
-// HeldRun implements graphserver.Tx.
-func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.RunRef, error) {
+// HeldRun implements driver.Tx.
+func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef, error) {
 	var rows []runRefRow
 	if err := t.tx.SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
 		WHERE r.run_id = ? AND r.lease_owner = ? AND r.status = 'running'`, runID, owner); err != nil {
@@ -255,8 +256,8 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*graphserver.Ru
 	return &runRefs(rows)[0], nil
 }
 
-// ExpiredRuns implements graphserver.Tx.
-func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]graphserver.RunRef, error) {
+// ExpiredRuns implements driver.Tx.
+func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]driver.RunRef, error) {
 	var rows []runRefRow
 	if err := t.tx.SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
 		WHERE r.status = 'running' AND r.lease_expires_at < ?`, formatTime(now)); err != nil {
@@ -265,7 +266,7 @@ func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]graphserver.Run
 	return runRefs(rows), nil
 }
 
-// SetRunStatus implements graphserver.Tx.
+// SetRunStatus implements driver.Tx.
 func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.Time) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL, lease_expires_at = NULL,
 		lease_holder = NULL, cancel_action = NULL WHERE run_id = ?`, status, formatTime(now), runID)
@@ -278,7 +279,7 @@ func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.T
 	return nil
 }
 
-// SetRunCancel implements graphserver.Tx.
+// SetRunCancel implements driver.Tx.
 func (t *txn) SetRunCancel(ctx context.Context, runID, action string, now time.Time) error {
 	if _, err := t.tx.ExecContext(ctx, `UPDATE runs SET cancel_action = ?, updated_at = ? WHERE run_id = ?`,
 		action, formatTime(now), runID); err != nil {
@@ -287,17 +288,17 @@ func (t *txn) SetRunCancel(ctx context.Context, runID, action string, now time.T
 	return nil
 }
 
-// DeleteRun implements graphserver.Tx.
+// DeleteRun implements driver.Tx.
 func (t *txn) DeleteRun(ctx context.Context, threadID, runID string) error {
 	return deleteRunTx(ctx, t.tx, threadID, runID)
 }
 
-// InsertWebhook implements graphserver.Tx.
-func (t *txn) InsertWebhook(ctx context.Context, d *graphserver.WebhookDelivery, now time.Time) error {
+// InsertWebhook implements driver.Tx.
+func (t *txn) InsertWebhook(ctx context.Context, d *driver.WebhookDelivery, now time.Time) error {
 	return insertWebhook(ctx, t.tx, d, now)
 }
 
-// FireCron implements graphserver.Tx.
-func (t *txn) FireCron(ctx context.Context, f *graphserver.CronFiring) (bool, error) {
+// FireCron implements driver.Tx.
+func (t *txn) FireCron(ctx context.Context, f *driver.CronFiring) (bool, error) {
 	return fireCron(ctx, t.tx, f)
 }

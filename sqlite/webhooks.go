@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graphserver/graphserver/driver"
 	"github.com/jmoiron/sqlx"
-
-	"github.com/graphserver/graphserver"
 )
 
 // webhookRow is a webhook_outbox row.
@@ -22,8 +21,8 @@ type webhookRow struct {
 	NextAt   string `db:"next_at"`
 }
 
-// ClaimWebhooks implements graphserver.RunStorage.
-func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*graphserver.WebhookDelivery, error) {
+// ClaimWebhooks implements driver.RunStorage.
+func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*driver.WebhookDelivery, error) {
 	var rows []webhookRow
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.SelectContext(ctx, &rows, `UPDATE webhook_outbox SET next_at = ?
@@ -33,26 +32,26 @@ func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limi
 	if err != nil {
 		return nil, fmt.Errorf("claim webhooks: %w", err)
 	}
-	out := make([]*graphserver.WebhookDelivery, 0, len(rows))
+	out := make([]*driver.WebhookDelivery, 0, len(rows))
 	for _, r := range rows {
 		next, err := parseTime(r.NextAt)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &graphserver.WebhookDelivery{ID: r.ID, RunID: r.RunID, URL: r.URL, Body: json.RawMessage(r.Body),
+		out = append(out, &driver.WebhookDelivery{ID: r.ID, RunID: r.RunID, URL: r.URL, Body: json.RawMessage(r.Body),
 			Attempts: r.Attempts, NextAt: next})
 	}
 	return out, nil
 }
 
-// EnqueueWebhook implements graphserver.RunStorage.
-func (db *DB) EnqueueWebhook(ctx context.Context, d *graphserver.WebhookDelivery) error {
+// EnqueueWebhook implements driver.RunStorage.
+func (db *DB) EnqueueWebhook(ctx context.Context, d *driver.WebhookDelivery) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		return insertWebhook(ctx, tx, d, d.NextAt)
 	})
 }
 
-// UpdateWebhook implements graphserver.RunStorage.
+// UpdateWebhook implements driver.RunStorage.
 func (db *DB) UpdateWebhook(ctx context.Context, id string, attempts int, done bool, next time.Time, lastError string) error {
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		if done {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
@@ -44,9 +45,9 @@ func main() {
 
 const shutdownTimeout = 10 * time.Second
 
-// storage is a graphserver.Storage the program closes.
+// storage is a driver.Storage the program closes.
 type storage interface {
-	graphserver.Storage
+	driver.Storage
 	Close() error
 }
 

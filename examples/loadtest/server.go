@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/postgres"
@@ -191,9 +192,9 @@ func (g *groupStats) report(w io.Writer) {
 	}
 }
 
-// storage is a graphserver.Storage the server closes.
+// storage is a driver.Storage the server closes.
 type storage interface {
-	graphserver.Storage
+	driver.Storage
 	Close() error
 }
 

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	chatui "github.com/graphserver/graphserver/examples/chat-ui"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/postgres"
@@ -189,9 +190,9 @@ func shutdown(hs *http.Server, srv *graphserver.Server, serveErr <-chan error, s
 	return nil
 }
 
-// storage is a graphserver.Storage the program closes.
+// storage is a driver.Storage the program closes.
 type storage interface {
-	graphserver.Storage
+	driver.Storage
 	Close() error
 }
 

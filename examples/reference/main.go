@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/httpapi"
 	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
@@ -163,9 +164,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	return nil
 }
 
-// storage is a graphserver.Storage the program closes.
+// storage is a driver.Storage the program closes.
 type storage interface {
-	graphserver.Storage
+	driver.Storage
 	Close() error
 }
 

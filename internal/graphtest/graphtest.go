@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 const valuesChannel = "__values__"
@@ -42,7 +43,7 @@ func save(ctx context.Context, req *graphserver.GraphRun, values json.RawMessage
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	b, _ := json.Marshal(body{Next: next, Interrupts: interrupts})
-	return req.Checkpointer.PutCheckpoint(ctx, &graphserver.CheckpointRecord{
+	return req.Checkpointer.PutCheckpoint(ctx, &driver.CheckpointRecord{
 		ThreadID:           req.ThreadID,
 		CheckpointID:       id,
 		ParentCheckpointID: parent,
@@ -50,7 +51,7 @@ func save(ctx context.Context, req *graphserver.GraphRun, values json.RawMessage
 		Metadata:           graphserver.Object{"source": "loop", "run_id": req.RunID},
 		ChannelVersions:    map[string]string{valuesChannel: id},
 		Body:               b,
-		NewBlobs:           []graphserver.ChannelBlob{{Channel: valuesChannel, Version: id, Data: values}},
+		NewBlobs:           []driver.ChannelBlob{{Channel: valuesChannel, Version: id, Data: values}},
 	})
 }
 

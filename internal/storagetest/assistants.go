@@ -7,14 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-// exerciseAssistants checks graphserver.AssistantStorage.
-func exerciseAssistants(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+// exerciseAssistants checks driver.AssistantStorage.
+func exerciseAssistants(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 
 	type bundle struct {
-		st  graphserver.Storage
+		st  driver.Storage
 		ctx context.Context
 	}
 	setup := func(t *testing.T) *bundle {
@@ -278,7 +279,7 @@ func exerciseAssistants(t *testing.T, open func(t *testing.T) graphserver.Storag
 		createThread(t, b.st, threadOpts{ID: "mine", Metadata: graphserver.Metadata{"assistant_id": "a1", "owner": "ann"}})
 		createThread(t, b.st, threadOpts{ID: "hidden", Metadata: graphserver.Metadata{"assistant_id": "a1", "owner": "bob"}})
 		createThread(t, b.st, threadOpts{ID: "unrelated", Metadata: graphserver.Metadata{"assistant_id": "a2", "owner": "ann"}})
-		putCheckpoint(t, b.st, "mine", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `1`)}})
+		putCheckpoint(t, b.st, "mine", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `1`)}})
 
 		require.NoError(t, b.st.DeleteAssistant(b.ctx, "a1", true, owner))
 		_, err := b.st.GetThread(b.ctx, "mine", nil)

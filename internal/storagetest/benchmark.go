@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Benchmark measures the storage operations behind the API's hot paths
@@ -21,16 +22,16 @@ import (
 // The run benchmarks (Hot/StatelessRun, Hot/ThreadRun) need the Server's
 // run rules and skip here: graphserver's tests run them
 // (BenchmarkWithRules).
-func Benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage) {
+func Benchmark(b *testing.B, open func(b *testing.B) driver.Storage) {
 	benchmark(b, open, nil)
 }
 
 // BenchmarkWithRules is Benchmark with the Server's run rules.
-func BenchmarkWithRules(b *testing.B, open func(b *testing.B) graphserver.Storage, rules Rules) {
+func BenchmarkWithRules(b *testing.B, open func(b *testing.B) driver.Storage, rules Rules) {
 	benchmark(b, open, &rules)
 }
 
-func benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage, rules *Rules) {
+func benchmark(b *testing.B, open func(b *testing.B) driver.Storage, rules *Rules) {
 	benchmarkHotPaths(b, open, rules)
 
 	b.Run("CreateThread", func(b *testing.B) {
@@ -82,7 +83,7 @@ func benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage, rules 
 		benchThread(b, st, "t1", 50)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := st.ListCheckpoints(b.Context(), "t1", graphserver.CheckpointListOptions{Limit: 10}); err != nil {
+			if _, err := st.ListCheckpoints(b.Context(), "t1", driver.CheckpointListOptions{Limit: 10}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -119,7 +120,7 @@ func benchmark(b *testing.B, open func(b *testing.B) graphserver.Storage, rules 
 
 // benchThread creates a thread with n checkpoints: a messages channel
 // growing by delta blobs and a counter replaced each step.
-func benchThread(b *testing.B, st graphserver.Storage, id string, n int) {
+func benchThread(b *testing.B, st driver.Storage, id string, n int) {
 	b.Helper()
 	th := &graphserver.Thread{ThreadID: id, Status: graphserver.ThreadIdle, CreatedAt: t0, UpdatedAt: t0, StateUpdatedAt: t0}
 	if _, err := st.CreateThread(b.Context(), th, graphserver.IfExistsRaise, nil); err != nil {
@@ -134,19 +135,19 @@ func benchThread(b *testing.B, st graphserver.Storage, id string, n int) {
 
 // deltaCheckpoint is step i of a chat thread: message i appended to the
 // messages channel (a full blob at step 1), the step counter replaced.
-func deltaCheckpoint(threadID string, i int) *graphserver.CheckpointRecord {
+func deltaCheckpoint(threadID string, i int) *driver.CheckpointRecord {
 	v := fmt.Sprintf("%08d", i)
 	msg := fmt.Sprintf(`[{"id":"m%d","type":"ai","content":"message number %d with some text in it"}]`, i, i)
 	base := ""
 	if i > 1 {
 		base = fmt.Sprintf("%08d", i-1)
 	}
-	cp := &graphserver.CheckpointRecord{
+	cp := &driver.CheckpointRecord{
 		ThreadID: threadID, CheckpointID: "c" + v, CreatedAt: at(i),
 		Metadata:        graphserver.Metadata{"source": "loop", "step": i},
 		ChannelVersions: map[string]string{"messages": v, "step": v},
 		Body:            json.RawMessage(`{"versions_seen":{}}`),
-		NewBlobs: []graphserver.ChannelBlob{
+		NewBlobs: []driver.ChannelBlob{
 			{Channel: "messages", Version: v, Base: base, Data: json.RawMessage(msg)},
 			{Channel: "step", Version: v, Data: json.RawMessage(fmt.Sprint(i))},
 		},

@@ -11,16 +11,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // benchmarkHotPaths measures the storage calls behind each row of
 // examples/loadtest, serially and from 8 goroutines (/parallel).
-func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.Storage, rules *Rules) {
-	open := func(b *testing.B) graphserver.Storage {
+func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) driver.Storage, rules *Rules) {
+	open := func(b *testing.B) driver.Storage {
 		return &ruleStorage{Storage: openDriver(b), rules: rules, t: b}
 	}
 	// POST /threads
-	benchBoth(b, "Hot/CreateThread", open, nil, func(b *testing.B, st graphserver.Storage, _, _ int64) {
+	benchBoth(b, "Hot/CreateThread", open, nil, func(b *testing.B, st driver.Storage, _, _ int64) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		th := &graphserver.Thread{ThreadID: uuid.NewString(), Status: graphserver.ThreadIdle, Metadata: graphserver.Metadata{},
 			Config: graphserver.Object{}, Context: graphserver.Object{}, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now}
@@ -31,19 +32,19 @@ func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.S
 
 	// PUT /store/items: a new item without indexed fields, and a
 	// replacement of an item.
-	benchBoth(b, "Hot/PutItem", open, nil, func(b *testing.B, st graphserver.Storage, i, _ int64) {
+	benchBoth(b, "Hot/PutItem", open, nil, func(b *testing.B, st driver.Storage, i, _ int64) {
 		if err := st.PutItem(b.Context(), benchItem(fmt.Sprintf("k%d", i))); err != nil {
 			b.Fatal(err)
 		}
 	})
-	benchBoth(b, "Hot/PutItem/replace", open, seedItems, func(b *testing.B, st graphserver.Storage, i, _ int64) {
+	benchBoth(b, "Hot/PutItem/replace", open, seedItems, func(b *testing.B, st driver.Storage, i, _ int64) {
 		if err := st.PutItem(b.Context(), benchItem(fmt.Sprintf("k%d", i%benchItemCount))); err != nil {
 			b.Fatal(err)
 		}
 	})
 
 	// GET /store/items
-	benchBoth(b, "Hot/GetItem", open, seedItems, func(b *testing.B, st graphserver.Storage, i, _ int64) {
+	benchBoth(b, "Hot/GetItem", open, seedItems, func(b *testing.B, st driver.Storage, i, _ int64) {
 		it, err := st.GetItem(b.Context(), []string{"bench"}, fmt.Sprintf("k%d", i%benchItemCount), time.Now(), true)
 		if err != nil || it.Value["n"] == nil {
 			b.Fatal(it, err)
@@ -52,12 +53,12 @@ func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.S
 
 	// POST /runs/wait and /threads/{id}/runs/wait: the assistant and
 	// thread reads of a run's creation.
-	benchBoth(b, "Hot/GetAssistant", open, seedAssistant, func(b *testing.B, st graphserver.Storage, _, _ int64) {
+	benchBoth(b, "Hot/GetAssistant", open, seedAssistant, func(b *testing.B, st driver.Storage, _, _ int64) {
 		if _, err := st.GetAssistant(b.Context(), benchAssistantID, nil); err != nil {
 			b.Fatal(err)
 		}
 	})
-	benchBoth(b, "Hot/GetThread", open, seedThreads, func(b *testing.B, st graphserver.Storage, i, _ int64) {
+	benchBoth(b, "Hot/GetThread", open, seedThreads, func(b *testing.B, st driver.Storage, i, _ int64) {
 		if _, err := st.GetThread(b.Context(), benchThreadID(i%benchThreadCount), nil); err != nil {
 			b.Fatal(err)
 		}
@@ -65,7 +66,7 @@ func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.S
 
 	// The storage side of POST /runs/wait: a run on a new temporary thread,
 	// created already claimed, then finished with its thread deleted.
-	benchBoth(b, "Hot/StatelessRun", open, func(b *testing.B, st graphserver.Storage) { needRules(b, st) }, func(b *testing.B, st graphserver.Storage, _, _ int64) {
+	benchBoth(b, "Hot/StatelessRun", open, func(b *testing.B, st driver.Storage) { needRules(b, st) }, func(b *testing.B, st driver.Storage, _, _ int64) {
 		run, ins := benchRun(uuid.NewString())
 		ins.CreateThread = &graphserver.Thread{ThreadID: run.ThreadID, CreatedAt: run.CreatedAt, UpdatedAt: run.CreatedAt,
 			StateUpdatedAt: run.CreatedAt, Metadata: graphserver.Metadata{"graph_id": "echo"}, Config: graphserver.Object{},
@@ -75,7 +76,7 @@ func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.S
 		if err != nil || !created.Claimed {
 			b.Fatal(created, err)
 		}
-		if err := rulesOf(st).FinishRun(b.Context(), &graphserver.RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: ins.Owner,
+		if err := rulesOf(st).FinishRun(b.Context(), &driver.RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: ins.Owner,
 			Status: graphserver.RunSuccess, DeleteThread: true, Now: time.Now()}); err != nil {
 			b.Fatal(err)
 		}
@@ -84,10 +85,10 @@ func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.S
 	// The storage side of POST /threads/{id}/runs/wait, one client per
 	// thread: create the run claimed, write the engine's three checkpoints,
 	// finish with the thread's summary.
-	benchBoth(b, "Hot/ThreadRun", open, func(b *testing.B, st graphserver.Storage) {
+	benchBoth(b, "Hot/ThreadRun", open, func(b *testing.B, st driver.Storage) {
 		needRules(b, st)
 		seedThreads(b, st)
-	}, func(b *testing.B, st graphserver.Storage, _, worker int64) {
+	}, func(b *testing.B, st driver.Storage, _, worker int64) {
 		tid := benchThreadID(worker)
 		run, ins := benchRun(tid)
 		created, err := rulesOf(st).CreateRun(b.Context(), run, ins)
@@ -102,9 +103,9 @@ func benchmarkHotPaths(b *testing.B, openDriver func(b *testing.B) graphserver.S
 			}
 			parent = cp.CheckpointID
 		}
-		sum := &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`{"messages":[{"role":"user","content":"hi"}]}`),
+		sum := &driver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`{"messages":[{"role":"user","content":"hi"}]}`),
 			Interrupts: map[string][]graphserver.Interrupt{}}
-		if err := rulesOf(st).FinishRun(b.Context(), &graphserver.RunFinish{RunID: run.RunID, ThreadID: tid, Owner: ins.Owner,
+		if err := rulesOf(st).FinishRun(b.Context(), &driver.RunFinish{RunID: run.RunID, ThreadID: tid, Owner: ins.Owner,
 			Status: graphserver.RunSuccess, Summary: sum, Now: time.Now()}); err != nil {
 			b.Fatal(err)
 		}
@@ -118,8 +119,8 @@ const benchParallelism = 8
 // benchBoth runs op serially and from benchParallelism goroutines, each on
 // a fresh storage prepared by setup. op gets a number unique within the
 // benchmark.
-func benchBoth(b *testing.B, name string, open func(b *testing.B) graphserver.Storage,
-	setup func(b *testing.B, st graphserver.Storage), op func(b *testing.B, st graphserver.Storage, i, _ int64)) {
+func benchBoth(b *testing.B, name string, open func(b *testing.B) driver.Storage,
+	setup func(b *testing.B, st driver.Storage), op func(b *testing.B, st driver.Storage, i, _ int64)) {
 	b.Run(name, func(b *testing.B) {
 		st := open(b)
 		if setup != nil {
@@ -174,12 +175,12 @@ const (
 	benchAssistantID = "5a1f6bb2-8c0e-4c7a-9a8e-0d4b8c7f1e22"
 )
 
-func benchItem(key string) *graphserver.ItemWrite {
-	return &graphserver.ItemWrite{Namespace: []string{"bench"}, Key: key,
+func benchItem(key string) *driver.ItemWrite {
+	return &driver.ItemWrite{Namespace: []string{"bench"}, Key: key,
 		Value: graphserver.Object{"text": "the quick brown fox", "n": 1}, Now: time.Now().UTC().Truncate(time.Millisecond)}
 }
 
-func seedItems(b *testing.B, st graphserver.Storage) {
+func seedItems(b *testing.B, st driver.Storage) {
 	for i := range benchItemCount {
 		if err := st.PutItem(b.Context(), benchItem(fmt.Sprintf("k%d", i))); err != nil {
 			b.Fatal(err)
@@ -187,7 +188,7 @@ func seedItems(b *testing.B, st graphserver.Storage) {
 	}
 }
 
-func seedAssistant(b *testing.B, st graphserver.Storage) {
+func seedAssistant(b *testing.B, st driver.Storage) {
 	a := &graphserver.Assistant{AssistantID: benchAssistantID, GraphID: "echo", Name: "echo",
 		Config: graphserver.Object{"configurable": map[string]any{}}, Context: graphserver.Object{},
 		Metadata: graphserver.Metadata{"created_by": "system"}, CreatedAt: t0, UpdatedAt: t0}
@@ -200,7 +201,7 @@ func benchThreadID(i int64) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(i))).String()
 }
 
-func seedThreads(b *testing.B, st graphserver.Storage) {
+func seedThreads(b *testing.B, st driver.Storage) {
 	for i := range int64(benchThreadCount) {
 		th := &graphserver.Thread{ThreadID: benchThreadID(i), Status: graphserver.ThreadIdle,
 			Metadata: graphserver.Metadata{"graph_id": "echo"}, CreatedAt: t0, UpdatedAt: t0, StateUpdatedAt: t0}
@@ -212,7 +213,7 @@ func seedThreads(b *testing.B, st graphserver.Storage) {
 
 // benchRun is a run of the one-node echo graph on thread tid, to be
 // inserted claimed.
-func benchRun(tid string) (*graphserver.Run, *graphserver.RunInsert) {
+func benchRun(tid string) (*graphserver.Run, *driver.RunInsert) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	runID := uuid.Must(uuid.NewV7()).String()
 	run := &graphserver.Run{RunID: runID, ThreadID: tid, AssistantID: benchAssistantID, CreatedAt: now, UpdatedAt: now,
@@ -222,22 +223,22 @@ func benchRun(tid string) (*graphserver.Run, *graphserver.RunInsert) {
 			Config:     graphserver.Object{"configurable": map[string]any{"run_id": runID, "thread_id": tid, "graph_id": "echo"}},
 			Context:    graphserver.Object{},
 			StreamMode: []string{"values"}, Durability: graphserver.DurabilityAsync}}
-	ins := &graphserver.RunInsert{ThreadMetadata: graphserver.Metadata{"graph_id": "echo", "assistant_id": benchAssistantID},
+	ins := &driver.RunInsert{ThreadMetadata: graphserver.Metadata{"graph_id": "echo", "assistant_id": benchAssistantID},
 		ThreadConfig: graphserver.Object{"configurable": map[string]any{}}, Owner: "bench-" + runID, LeaseUntil: now.Add(time.Minute)}
 	return run, ins
 }
 
 // benchCheckpoint is step step of a one-node run: the input, __start__ and
 // the node's checkpoints, each replacing the one channel.
-func benchCheckpoint(tid, parent string, step int) *graphserver.CheckpointRecord {
+func benchCheckpoint(tid, parent string, step int) *driver.CheckpointRecord {
 	id := uuid.Must(uuid.NewV7()).String()
 	v := fmt.Sprintf("%08d", step+1)
-	return &graphserver.CheckpointRecord{
+	return &driver.CheckpointRecord{
 		ThreadID: tid, CheckpointID: id, ParentCheckpointID: parent, CreatedAt: time.Now().UTC(),
 		Metadata:        graphserver.Metadata{"source": "loop", "step": step - 1},
 		ChannelVersions: map[string]string{"__root__": v},
 		Body:            json.RawMessage(`{"versions_seen":{}}`),
-		NewBlobs: []graphserver.ChannelBlob{{Channel: "__root__", Version: v,
+		NewBlobs: []driver.ChannelBlob{{Channel: "__root__", Version: v,
 			Data: json.RawMessage(`{"messages":[{"role":"user","content":"hi"}]}`)}},
 	}
 }

@@ -14,14 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-// exerciseCheckpoints checks graphserver.Checkpointer.
-func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+// exerciseCheckpoints checks driver.Checkpointer.
+func exerciseCheckpoints(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 
 	type bundle struct {
-		st  graphserver.Storage
+		st  driver.Storage
 		ctx context.Context
 	}
 	setup := func(t *testing.T) *bundle {
@@ -34,12 +35,12 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 	t.Run("PutGet", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		in := &graphserver.CheckpointRecord{
+		in := &driver.CheckpointRecord{
 			ThreadID: "t1", CheckpointID: "c1", RunID: "r1", CreatedAt: at(7),
 			Metadata:        graphserver.Metadata{"source": "input", "step": -1.0, "parents": map[string]any{}},
 			ChannelVersions: map[string]string{"a": "v1", "b": "v1", "__start__": "v1"},
 			Body:            json.RawMessage(`{"versions_seen":{"x":{"a":"v1"}}}`),
-			NewBlobs: []graphserver.ChannelBlob{
+			NewBlobs: []driver.ChannelBlob{
 				blob("a", "v1", "", `{"k":[1,2]}`), blob("b", "v1", "", `"text"`), blob("__start__", "v1", "", `null`),
 			},
 		}
@@ -68,7 +69,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		requireCode(t, err, graphserver.ENOTFOUND)
 		_, err = b.st.GetCheckpoint(b.ctx, "missing", "", "")
 		requireCode(t, err, graphserver.ENOTFOUND)
-		err = b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "missing", CheckpointID: "c1", CreatedAt: t0})
+		err = b.st.PutCheckpoint(b.ctx, &driver.CheckpointRecord{ThreadID: "missing", CheckpointID: "c1", CreatedAt: t0})
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
 
@@ -78,7 +79,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		// Inserted out of order: the greatest id is the latest.
 		for _, id := range []string{"0002", "0003", "0001"} {
 			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: id, Versions: map[string]string{"x": id},
-				Blobs: []graphserver.ChannelBlob{blob("x", id, "", fmt.Sprintf("%q", id))}})
+				Blobs: []driver.ChannelBlob{blob("x", id, "", fmt.Sprintf("%q", id))}})
 		}
 		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "0009"})
 		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "")
@@ -105,35 +106,35 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			}
 			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: fmt.Sprintf("c%d", i),
 				Metadata: graphserver.Metadata{"source": src, "step": float64(i), "tags": []any{fmt.Sprintf("s%d", i%2)}, "run": map[string]any{"id": "r"}},
-				Versions: map[string]string{"n": fmt.Sprint(i)}, Blobs: []graphserver.ChannelBlob{blob("n", fmt.Sprint(i), "", fmt.Sprint(i))}})
+				Versions: map[string]string{"n": fmt.Sprint(i)}, Blobs: []driver.ChannelBlob{blob("n", fmt.Sprint(i), "", fmt.Sprint(i))}})
 		}
 		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c9"})
 		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c8"})
 
-		list := func(o graphserver.CheckpointListOptions) []string {
+		list := func(o driver.CheckpointListOptions) []string {
 			t.Helper()
 			got, err := b.st.ListCheckpoints(b.ctx, "t1", o)
 			require.NoError(t, err)
 			return checkpointIDs(got)
 		}
-		require.Equal(t, []string{"c5", "c4", "c3", "c2", "c1"}, list(graphserver.CheckpointListOptions{}))
-		require.Equal(t, []string{"c5", "c4"}, list(graphserver.CheckpointListOptions{Limit: 2}))
-		require.Equal(t, []string{"c2", "c1"}, list(graphserver.CheckpointListOptions{Before: "c3"}))
-		require.Equal(t, []string{"c2"}, list(graphserver.CheckpointListOptions{Before: "c3", Limit: 1}))
-		require.Equal(t, []string{"c1"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "input"}}))
-		require.Equal(t, []string{"c4", "c2"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"tags": []any{"s0"}}}))
-		require.Equal(t, []string{"c3"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"step": 3, "run": map[string]any{"id": "r"}}}))
-		require.Equal(t, []string{"c4"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "loop"}, Before: "c5", Limit: 1}))
-		require.Equal(t, []string{}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "update"}}))
-		require.Equal(t, []string{"c9"}, list(graphserver.CheckpointListOptions{NS: "sub:1"}))
+		require.Equal(t, []string{"c5", "c4", "c3", "c2", "c1"}, list(driver.CheckpointListOptions{}))
+		require.Equal(t, []string{"c5", "c4"}, list(driver.CheckpointListOptions{Limit: 2}))
+		require.Equal(t, []string{"c2", "c1"}, list(driver.CheckpointListOptions{Before: "c3"}))
+		require.Equal(t, []string{"c2"}, list(driver.CheckpointListOptions{Before: "c3", Limit: 1}))
+		require.Equal(t, []string{"c1"}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "input"}}))
+		require.Equal(t, []string{"c4", "c2"}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"tags": []any{"s0"}}}))
+		require.Equal(t, []string{"c3"}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"step": 3, "run": map[string]any{"id": "r"}}}))
+		require.Equal(t, []string{"c4"}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "loop"}, Before: "c5", Limit: 1}))
+		require.Equal(t, []string{}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"source": "update"}}))
+		require.Equal(t, []string{"c9"}, list(driver.CheckpointListOptions{NS: "sub:1"}))
 
-		got, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{Limit: 2})
+		got, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{Limit: 2})
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"n": `5`}, got[0].Values)
 		requireValues(t, map[string]string{"n": `4`}, got[1].Values)
 		require.Equal(t, 4.0, got[1].Metadata["step"])
 
-		got, err = b.st.ListCheckpoints(b.ctx, "missing", graphserver.CheckpointListOptions{})
+		got, err = b.st.ListCheckpoints(b.ctx, "missing", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Empty(t, got)
 	})
@@ -143,41 +144,41 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		b := setup(t)
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1"})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1"})
-		w := func(path string, idx int, ch, v string) graphserver.PendingWrite {
-			return graphserver.PendingWrite{TaskPath: path, Idx: idx, Channel: ch, Value: json.RawMessage(v)}
+		w := func(path string, idx int, ch, v string) driver.PendingWrite {
+			return driver.PendingWrite{TaskPath: path, Idx: idx, Channel: ch, Value: json.RawMessage(v)}
 		}
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskB", []graphserver.PendingWrite{w("p2", 0, "x", `1`), w("p2", 1, "y", `"two"`)}))
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskA", []graphserver.PendingWrite{w("p1", 0, "__interrupt__", `[{"value":"q","id":"i"}]`)}))
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c1", "taskC", []graphserver.PendingWrite{w("p0", 0, "z", `0`)}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskB", []driver.PendingWrite{w("p2", 0, "x", `1`), w("p2", 1, "y", `"two"`)}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskA", []driver.PendingWrite{w("p1", 0, "__interrupt__", `[{"value":"q","id":"i"}]`)}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c1", "taskC", []driver.PendingWrite{w("p0", 0, "z", `0`)}))
 
 		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c2")
 		require.NoError(t, err)
-		require.Equal(t, []graphserver.PendingWrite{
+		require.Equal(t, []driver.PendingWrite{
 			{TaskID: "taskA", TaskPath: "p1", Idx: 0, Channel: "__interrupt__", Value: json.RawMessage(`[{"value":"q","id":"i"}]`)},
 			{TaskID: "taskB", TaskPath: "p2", Idx: 0, Channel: "x", Value: json.RawMessage(`1`)},
 			{TaskID: "taskB", TaskPath: "p2", Idx: 1, Channel: "y", Value: json.RawMessage(`"two"`)},
 		}, got.PendingWrites)
 
 		// Writing a task again replaces its writes at that checkpoint only.
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskB", []graphserver.PendingWrite{w("p2", 0, "x", `9`)}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskB", []driver.PendingWrite{w("p2", 0, "x", `9`)}))
 		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "")
 		require.NoError(t, err)
-		require.Equal(t, []graphserver.PendingWrite{
+		require.Equal(t, []driver.PendingWrite{
 			{TaskID: "taskA", TaskPath: "p1", Idx: 0, Channel: "__interrupt__", Value: json.RawMessage(`[{"value":"q","id":"i"}]`)},
 			{TaskID: "taskB", TaskPath: "p2", Idx: 0, Channel: "x", Value: json.RawMessage(`9`)},
 		}, got.PendingWrites)
-		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Len(t, list, 2)
 		require.Len(t, list[0].PendingWrites, 2)
-		require.Equal(t, []graphserver.PendingWrite{{TaskID: "taskC", TaskPath: "p0", Idx: 0, Channel: "z", Value: json.RawMessage(`0`)}}, list[1].PendingWrites)
+		require.Equal(t, []driver.PendingWrite{{TaskID: "taskC", TaskPath: "p0", Idx: 0, Channel: "z", Value: json.RawMessage(`0`)}}, list[1].PendingWrites)
 
 		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "taskA", nil))
 		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "c2")
 		require.NoError(t, err)
 		require.Len(t, got.PendingWrites, 1, "no writes clears the task's writes")
 
-		requireCode(t, b.st.PutWrites(b.ctx, "missing", "", "c1", "task", []graphserver.PendingWrite{w("", 0, "x", `1`)}), graphserver.ENOTFOUND)
+		requireCode(t, b.st.PutWrites(b.ctx, "missing", "", "c1", "task", []driver.PendingWrite{w("", 0, "x", `1`)}), graphserver.ENOTFOUND)
 	})
 
 	t.Run("DeltaChain", func(t *testing.T) {
@@ -186,15 +187,15 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		// msgs: v1 full, then v2..v5 each append to the previous version;
 		// other changes only at v3. A checkpoint refers to every version.
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"msgs": "v1", "other": "v1"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "v1", "", `[{"id":"m1"}]`), blob("other", "v1", "", `{"o":1}`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "v1", "", `[{"id":"m1"}]`), blob("other", "v1", "", `{"o":1}`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"msgs": "v2", "other": "v1"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "v2", "v1", `[{"id":"m2"}]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "v2", "v1", `[{"id":"m2"}]`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3", Parent: "c2", Versions: map[string]string{"msgs": "v3", "other": "v3"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "v3", "v2", `[{"id":"m3"}, {"id":"m4"}]`), blob("other", "v3", "", `{"o":3}`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "v3", "v2", `[{"id":"m3"}, {"id":"m4"}]`), blob("other", "v3", "", `{"o":3}`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c4", Parent: "c3", Versions: map[string]string{"msgs": "v4", "other": "v3"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "v4", "v3", `[]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "v4", "v3", `[]`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c5", Parent: "c4", Versions: map[string]string{"msgs": "v5", "other": "v3"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "v5", "v4", ` [ {"id":"m5"} ] `)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "v5", "v4", ` [ {"id":"m5"} ] `)}})
 
 		want := map[string][2]string{
 			"c1": {`[{"id":"m1"}]`, `{"o":1}`},
@@ -208,7 +209,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			require.NoError(t, err)
 			requireValues(t, map[string]string{"msgs": w[0], "other": w[1]}, got.Values)
 		}
-		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Len(t, list, 5)
 		for _, c := range list {
@@ -220,19 +221,19 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		t.Parallel()
 		b := setup(t)
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"msgs": "1"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "1", "", `["a"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "1", "", `["a"]`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"msgs": "2"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "2", "1", `["b"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "2", "1", `["b"]`)}})
 		// Two branches from c2, each with its own next version.
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3a", Parent: "c2", Versions: map[string]string{"msgs": "3.a"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "3.a", "2", `["left"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "3.a", "2", `["left"]`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3b", Parent: "c2", Versions: map[string]string{"msgs": "3.b"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "3.b", "2", `["right", "more"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "3.b", "2", `["right", "more"]`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c4b", Parent: "c3b", Versions: map[string]string{"msgs": "4.b"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "4.b", "3.b", `["end"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "4.b", "3.b", `["end"]`)}})
 		// A branch that replaces the value with a full blob.
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3c", Parent: "c2", Versions: map[string]string{"msgs": "3.c"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "3.c", "", `["reset"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "3.c", "", `["reset"]`)}})
 
 		for id, want := range map[string]string{
 			"c2":  `["a","b"]`,
@@ -251,10 +252,10 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		t.Parallel()
 		b := setup(t)
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"},
-			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"first"`)}})
+			Blobs: []driver.ChannelBlob{blob("x", "1", "", `"first"`)}})
 		// The same (channel, version) written again is a no-op.
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"x": "1"},
-			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"first"`)}})
+			Blobs: []driver.ChannelBlob{blob("x", "1", "", `"first"`)}})
 		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c2")
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"x": `"first"`}, got.Values)
@@ -264,9 +265,9 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		t.Parallel()
 		b := setup(t)
 		createThread(t, b.st, threadOpts{ID: "t2"})
-		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"root"`)}})
-		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"sub"`)}})
-		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"other"`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `"root"`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `"sub"`)}})
+		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `"other"`)}})
 		for _, c := range []struct{ thread, ns, want string }{{"t1", "", `"root"`}, {"t1", "sub:1", `"sub"`}, {"t2", "", `"other"`}} {
 			got, err := b.st.GetCheckpoint(b.ctx, c.thread, c.ns, "c1")
 			require.NoError(t, err)
@@ -298,13 +299,13 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		}
 		parent := map[string]string{c1: "", c2: c1, c3: c2, c4: c3}
 		for _, id := range []string{c3, c1, c4, c2} { // out of order
-			require.NoError(t, b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{
+			require.NoError(t, b.st.PutCheckpoint(b.ctx, &driver.CheckpointRecord{
 				ThreadID: "t1", CheckpointID: id, ParentCheckpointID: parent[id], RunID: "r1", CreatedAt: created[id],
 				Metadata: graphserver.Metadata{"id": id}, ChannelVersions: map[string]string{"x": "1"},
-				NewBlobs: []graphserver.ChannelBlob{blob("x", "1", "", `1`)},
+				NewBlobs: []driver.ChannelBlob{blob("x", "1", "", `1`)},
 			}))
 		}
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", c2, "task", []graphserver.PendingWrite{{Channel: "x", Value: json.RawMessage(`2`)}}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", c2, "task", []driver.PendingWrite{{Channel: "x", Value: json.RawMessage(`2`)}}))
 
 		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "")
 		require.NoError(t, err)
@@ -331,7 +332,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 					want = append(want, id)
 				}
 			}
-			list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{Before: before})
+			list, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{Before: before})
 			require.NoError(t, err)
 			require.Equal(t, want, checkpointIDs(list), "before %q", before)
 		}
@@ -351,7 +352,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		n, err := b.st.PruneThreads(b.ctx, []string{"t1"}, graphserver.PruneKeepLatest, nil)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Equal(t, []string{c4}, checkpointIDs(list))
 		require.Equal(t, created[c4], list[0].CreatedAt)
@@ -374,7 +375,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			for j := range i % 3 {
 				add = append(add, map[string]any{"id": fmt.Sprintf("m%d.%d", i, j), "n": i})
 			}
-			var blobs []graphserver.ChannelBlob
+			var blobs []driver.ChannelBlob
 			switch {
 			case i == 0 || i == 150:
 				list = append([]any{"restart"}, add...)
@@ -404,7 +405,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			require.NoError(t, err)
 			requireValues(t, map[string]string{"msgs": w[0], "count": w[1]}, got.Values)
 		}
-		all, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		all, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Len(t, all, 300)
 		for _, c := range all {
@@ -451,7 +452,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		for i, s := range steps {
 			full[s.id] = fmt.Sprintf("%02d%s", i, s.id)
 			putCheckpoint(t, b.st, "t1", checkpointOpts{ID: full[s.id], Parent: full[s.parent],
-				Versions: map[string]string{"msgs": s.v}, Blobs: []graphserver.ChannelBlob{blob("msgs", s.v, s.base, s.data)}})
+				Versions: map[string]string{"msgs": s.v}, Blobs: []driver.ChannelBlob{blob("msgs", s.v, s.base, s.data)}})
 		}
 		for i, s := range steps {
 			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", fmt.Sprintf("%02d%s", i, s.id))
@@ -460,8 +461,8 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 			require.Equal(t, map[string]string{"msgs": s.v}, got.ChannelVersions)
 		}
 		// A delta on a version nobody stored is refused.
-		err := b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "zz", ParentCheckpointID: "00a1",
-			ChannelVersions: map[string]string{"msgs": "99"}, NewBlobs: []graphserver.ChannelBlob{blob("msgs", "99", "98", `["?"]`)}})
+		err := b.st.PutCheckpoint(b.ctx, &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "zz", ParentCheckpointID: "00a1",
+			ChannelVersions: map[string]string{"msgs": "99"}, NewBlobs: []driver.ChannelBlob{blob("msgs", "99", "98", `["?"]`)}})
 		requireCode(t, err, graphserver.EINVALID)
 	})
 
@@ -505,14 +506,14 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 				require.Equal(t, m, got.Metadata, id)
 			}
 		}
-		list := func(o graphserver.CheckpointListOptions) []string {
+		list := func(o driver.CheckpointListOptions) []string {
 			t.Helper()
 			got, err := b.st.ListCheckpoints(b.ctx, "t1", o)
 			require.NoError(t, err)
 			return checkpointIDs(got)
 		}
-		f := func(m graphserver.Metadata) graphserver.CheckpointListOptions {
-			return graphserver.CheckpointListOptions{Metadata: m}
+		f := func(m graphserver.Metadata) driver.CheckpointListOptions {
+			return driver.CheckpointListOptions{Metadata: m}
 		}
 		require.Equal(t, []string{"c4", "c3", "c2", "c1"}, list(f(graphserver.Metadata{"graph_id": "g"})))
 		require.Equal(t, []string{"c2", "c1"}, list(f(graphserver.Metadata{"run_id": "r1"})))
@@ -525,8 +526,8 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		require.Equal(t, []string{"c4", "c3", "c2", "c1"}, list(f(graphserver.Metadata{"user": map[string]any{"tags": []any{"y"}}})))
 		require.Equal(t, []string{"c4"}, list(f(graphserver.Metadata{"note": nil})))
 		require.Equal(t, []string{"c3"}, list(f(graphserver.Metadata{"writes": map[string]any{"bot": nil}})))
-		require.Equal(t, []string{"c1"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"thread_id": "t1"}, Before: "c2"}))
-		require.Equal(t, []string{"c4"}, list(graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"thread_id": "t1"}, Limit: 1}))
+		require.Equal(t, []string{"c1"}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"thread_id": "t1"}, Before: "c2"}))
+		require.Equal(t, []string{"c4"}, list(driver.CheckpointListOptions{Metadata: graphserver.Metadata{"thread_id": "t1"}, Limit: 1}))
 		require.Equal(t, []string{}, list(f(graphserver.Metadata{"graph_id": "g", "source": "fork"})))
 	})
 
@@ -540,19 +541,19 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		}
 		for _, ns := range []string{"", "sub:1"} {
 			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c1", RunID: "r1", Metadata: meta(1),
-				Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `[1]`)}})
+				Versions: map[string]string{"m": "1"}, Blobs: []driver.ChannelBlob{blob("m", "1", "", `[1]`)}})
 			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c2", Parent: "c1", RunID: "r1", Metadata: meta(2),
-				Versions: map[string]string{"m": "2"}, Blobs: []graphserver.ChannelBlob{blob("m", "2", "1", `[2]`)}})
+				Versions: map[string]string{"m": "2"}, Blobs: []driver.ChannelBlob{blob("m", "2", "1", `[2]`)}})
 			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c3", Parent: "c2", RunID: "r1", Metadata: meta(3),
-				Versions: map[string]string{"m": "3"}, Blobs: []graphserver.ChannelBlob{blob("m", "3", "2", `[3]`)}})
+				Versions: map[string]string{"m": "3"}, Blobs: []driver.ChannelBlob{blob("m", "3", "2", `[3]`)}})
 			putCheckpoint(t, b.st, "t1", checkpointOpts{NS: ns, ID: "c4", Parent: "c2", RunID: "r1", Metadata: meta(4),
-				Versions: map[string]string{"m": "4"}, Blobs: []graphserver.ChannelBlob{blob("m", "4", "2", `[4]`)}})
+				Versions: map[string]string{"m": "4"}, Blobs: []driver.ChannelBlob{blob("m", "4", "2", `[4]`)}})
 		}
 		want := map[string]string{"c1": `[1]`, "c2": `[1,2]`, "c3": `[1,2,3]`, "c4": `[1,2,4]`}
 		check := func(thread string, ids ...string) {
 			t.Helper()
 			for _, ns := range []string{"", "sub:1"} {
-				all, err := b.st.ListCheckpoints(b.ctx, thread, graphserver.CheckpointListOptions{NS: ns})
+				all, err := b.st.ListCheckpoints(b.ctx, thread, driver.CheckpointListOptions{NS: ns})
 				require.NoError(t, err)
 				require.Len(t, all, len(ids))
 				for _, c := range all {
@@ -571,7 +572,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 
 		// The copy's chains grow on their own.
 		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c5", Parent: "c3", RunID: "r1", Metadata: meta(5),
-			Versions: map[string]string{"m": "5"}, Blobs: []graphserver.ChannelBlob{blob("m", "5", "3", `[5]`)}})
+			Versions: map[string]string{"m": "5"}, Blobs: []driver.ChannelBlob{blob("m", "5", "3", `[5]`)}})
 		got, err := b.st.GetCheckpoint(b.ctx, "t2", "", "")
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"m": `[1,2,3,5]`}, got.Values)
@@ -584,7 +585,7 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		n, err := b.st.PruneThreads(b.ctx, []string{"t1"}, graphserver.PruneKeepLatest, nil)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		all, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		all, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"c4"}, checkpointIDs(all))
 		require.Equal(t, "", all[0].ParentCheckpointID)
@@ -593,11 +594,11 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		_, err = b.st.GetCheckpoint(b.ctx, "t1", "sub:1", "")
 		requireCode(t, err, graphserver.ENOTFOUND)
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c6", Parent: "c4", RunID: "r2", Metadata: graphserver.Metadata{"graph_id": "g", "run_id": "r2"},
-			Versions: map[string]string{"m": "6"}, Blobs: []graphserver.ChannelBlob{blob("m", "6", "4", `[6]`)}})
+			Versions: map[string]string{"m": "6"}, Blobs: []driver.ChannelBlob{blob("m", "6", "4", `[6]`)}})
 		got, err = b.st.GetCheckpoint(b.ctx, "t1", "", "")
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"m": `[1,2,4,6]`}, got.Values)
-		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{Metadata: graphserver.Metadata{"graph_id": "g"}})
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{Metadata: graphserver.Metadata{"graph_id": "g"}})
 		require.NoError(t, err)
 		require.Equal(t, []string{"c6", "c4"}, checkpointIDs(list))
 
@@ -607,10 +608,10 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 		createThread(t, b.st, threadOpts{ID: "t2"})
 		_, err = b.st.GetCheckpoint(b.ctx, "t2", "", "")
 		requireCode(t, err, graphserver.ENOTFOUND)
-		list, err = b.st.ListCheckpoints(b.ctx, "t2", graphserver.CheckpointListOptions{NS: "sub:1"})
+		list, err = b.st.ListCheckpoints(b.ctx, "t2", driver.CheckpointListOptions{NS: "sub:1"})
 		require.NoError(t, err)
 		require.Empty(t, list)
-		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c1", Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `["new"]`)}})
+		putCheckpoint(t, b.st, "t2", checkpointOpts{ID: "c1", Versions: map[string]string{"m": "1"}, Blobs: []driver.ChannelBlob{blob("m", "1", "", `["new"]`)}})
 		got, err = b.st.GetCheckpoint(b.ctx, "t2", "", "")
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"m": `["new"]`}, got.Values)
@@ -620,9 +621,9 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) graphserver.Stora
 	t.Run("Invalid", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		requireCode(t, b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "t1"}), graphserver.EINVALID)
-		requireCode(t, b.st.PutCheckpoint(b.ctx, &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1",
-			NewBlobs: []graphserver.ChannelBlob{blob("x", "1", "", `{bad`)}}), graphserver.EINVALID)
+		requireCode(t, b.st.PutCheckpoint(b.ctx, &driver.CheckpointRecord{ThreadID: "t1"}), graphserver.EINVALID)
+		requireCode(t, b.st.PutCheckpoint(b.ctx, &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1",
+			NewBlobs: []driver.ChannelBlob{blob("x", "1", "", `{bad`)}}), graphserver.EINVALID)
 		_, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c1")
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // exerciseConcurrency checks that many goroutines writing and reading at
 // once all succeed: the driver must queue writers, never fail them with a
 // busy/locked error.
-func exerciseConcurrency(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exerciseConcurrency(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 	st := open(t)
 	ctx := t.Context()
@@ -34,10 +35,10 @@ func exerciseConcurrency(t *testing.T, open func(t *testing.T) graphserver.Stora
 			}
 			for s := range steps {
 				cid := fmt.Sprintf("c%02d", s)
-				cp := &graphserver.CheckpointRecord{
+				cp := &driver.CheckpointRecord{
 					ThreadID: id, CheckpointID: cid, CreatedAt: at(s),
 					ChannelVersions: map[string]string{"n": fmt.Sprint(s)},
-					NewBlobs:        []graphserver.ChannelBlob{blob("n", fmt.Sprint(s), "", fmt.Sprint(s))},
+					NewBlobs:        []driver.ChannelBlob{blob("n", fmt.Sprint(s), "", fmt.Sprint(s))},
 				}
 				if s > 0 {
 					cp.ParentCheckpointID = fmt.Sprintf("c%02d", s-1)
@@ -45,12 +46,12 @@ func exerciseConcurrency(t *testing.T, open func(t *testing.T) graphserver.Stora
 				if err := st.PutCheckpoint(ctx, cp); err != nil {
 					errs <- fmt.Errorf("put checkpoint %s/%s: %w", id, cid, err)
 				}
-				if err := st.PutWrites(ctx, id, "", cid, "task", []graphserver.PendingWrite{{Channel: "n", Value: json.RawMessage(`1`)}}); err != nil {
+				if err := st.PutWrites(ctx, id, "", cid, "task", []driver.PendingWrite{{Channel: "n", Value: json.RawMessage(`1`)}}); err != nil {
 					errs <- fmt.Errorf("put writes: %w", err)
 				}
-				sum := &graphserver.ThreadSummary{Values: json.RawMessage(fmt.Sprintf(`{"n":%d}`, s))}
-				if err := st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
-					return tx.UpdateThread(ctx, id, &graphserver.ThreadWrite{Now: at(100 + s), Status: graphserver.ThreadIdle, Summary: sum})
+				sum := &driver.ThreadSummary{Values: json.RawMessage(fmt.Sprintf(`{"n":%d}`, s))}
+				if err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+					return tx.UpdateThread(ctx, id, &driver.ThreadWrite{Now: at(100 + s), Status: graphserver.ThreadIdle, Summary: sum})
 				}); err != nil {
 					errs <- fmt.Errorf("summary: %w", err)
 				}
@@ -81,7 +82,7 @@ func exerciseConcurrency(t *testing.T, open func(t *testing.T) graphserver.Stora
 	require.Len(t, a.Metadata, workers)
 	for w := range workers {
 		id := fmt.Sprintf("t%02d", w)
-		list, err := st.ListCheckpoints(ctx, id, graphserver.CheckpointListOptions{})
+		list, err := st.ListCheckpoints(ctx, id, driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Len(t, list, steps)
 		requireValues(t, map[string]string{"n": fmt.Sprint(steps - 1)}, list[0].Values)

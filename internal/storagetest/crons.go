@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // cronOpts overrides cron fixture fields; zero fields keep the defaults.
@@ -53,7 +54,7 @@ func newCron(o cronOpts) *graphserver.Cron {
 }
 
 // createCron inserts a cron and returns what the storage returned.
-func createCron(t *testing.T, st graphserver.CronStorage, o cronOpts) *graphserver.Cron {
+func createCron(t *testing.T, st driver.CronStorage, o cronOpts) *graphserver.Cron {
 	t.Helper()
 	out, err := st.CreateCron(t.Context(), newCron(o), nil)
 	require.NoError(t, err)
@@ -69,9 +70,9 @@ func cronIDs(cs []*graphserver.Cron) []string {
 	return out
 }
 
-func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exerciseCrons(t *testing.T, open func(t *testing.T) driver.Storage) {
 	type bundle struct {
-		st graphserver.Storage
+		st driver.Storage
 	}
 	// setup opens a storage with assistants a1 and a2, and threads t1
 	// (owner ann) and t2 (owner bob).
@@ -168,9 +169,9 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		_, err = b.st.GetCron(ctx, "c1", graphserver.Filter{"team": "x"}, graphserver.Filter{"owner": map[string]any{"$eq": "bob"}})
 		requireCode(t, err, graphserver.ENOTFOUND)
 
-		_, err = b.st.UpdateCron(ctx, "c1", &graphserver.CronUpdate{Schedule: ptr("@daily"), UpdatedAt: at(5)}, nil, graphserver.Filter{"owner": "bob"})
+		_, err = b.st.UpdateCron(ctx, "c1", &driver.CronUpdate{Schedule: ptr("@daily"), UpdatedAt: at(5)}, nil, graphserver.Filter{"owner": "bob"})
 		requireCode(t, err, graphserver.ENOTFOUND)
-		_, err = b.st.UpdateCron(ctx, "c1", &graphserver.CronUpdate{Schedule: ptr("@daily"), UpdatedAt: at(5)}, graphserver.Filter{"team": "y"}, nil)
+		_, err = b.st.UpdateCron(ctx, "c1", &driver.CronUpdate{Schedule: ptr("@daily"), UpdatedAt: at(5)}, graphserver.Filter{"team": "y"}, nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
 		require.Equal(t, "*/5 * * * *", getCron(t, b, "c1").Schedule, "a hidden cron is not updated")
 		requireCode(t, b.st.DeleteCron(ctx, "c1", nil, graphserver.Filter{"owner": "bob"}), graphserver.ENOTFOUND)
@@ -187,7 +188,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		// An empty update only bumps updated_at.
 		before := getCron(t, b, "c1")
-		got, err := b.st.UpdateCron(ctx, "c1", &graphserver.CronUpdate{UpdatedAt: at(1)}, nil, nil)
+		got, err := b.st.UpdateCron(ctx, "c1", &driver.CronUpdate{UpdatedAt: at(1)}, nil, nil)
 		require.NoError(t, err)
 		want := *before
 		want.UpdatedAt = at(1)
@@ -195,7 +196,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		payload := graphserver.RunCreate{AssistantID: "a1", Input: json.RawMessage(`{"y":2}`), StreamMode: graphserver.StreamModes{"updates"}}
 		next := at(900)
-		got, err = b.st.UpdateCron(ctx, "c1", &graphserver.CronUpdate{
+		got, err = b.st.UpdateCron(ctx, "c1", &driver.CronUpdate{
 			Schedule: ptr("@hourly"), Timezone: ptr("America/New_York"), EndTime: ptr(at(9000)), Enabled: ptr(false),
 			OnRunCompleted: ptr("keep"), Payload: &payload, Metadata: graphserver.Metadata{"b": "3", "c": "4"},
 			NextRunDate: &next, UpdatedAt: at(2),
@@ -207,7 +208,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, &want, got)
 		require.Equal(t, &want, getCron(t, b, "c1"))
 
-		got, err = b.st.UpdateCron(ctx, "c1", &graphserver.CronUpdate{ClearEndTime: true, ClearNextRunDate: true,
+		got, err = b.st.UpdateCron(ctx, "c1", &driver.CronUpdate{ClearEndTime: true, ClearNextRunDate: true,
 			Timezone: ptr(""), UpdatedAt: at(3)}, nil, nil)
 		require.NoError(t, err)
 		require.Nil(t, got.EndTime)
@@ -215,7 +216,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Empty(t, got.Timezone)
 		require.Equal(t, "@hourly", got.Schedule, "unset fields stay")
 
-		_, err = b.st.UpdateCron(ctx, "missing", &graphserver.CronUpdate{UpdatedAt: at(3)}, nil, nil)
+		_, err = b.st.UpdateCron(ctx, "missing", &driver.CronUpdate{UpdatedAt: at(3)}, nil, nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
 
@@ -305,7 +306,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		c3.NextRunDate = nil
 		_, err := b.st.CreateCron(ctx, c3, nil)
 		require.NoError(t, err)
-		_, err = b.st.UpdateCron(ctx, "c3", &graphserver.CronUpdate{UpdatedAt: at(9)}, nil, nil)
+		_, err = b.st.UpdateCron(ctx, "c3", &driver.CronUpdate{UpdatedAt: at(9)}, nil, nil)
 		require.NoError(t, err)
 		for _, tc := range []struct {
 			by, order string
@@ -368,23 +369,23 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		ctx := t.Context()
 		createCron(t, b.st, cronOpts{ID: "c1", NextRunDate: ptr(at(10))})
 		createCron(t, b.st, cronOpts{ID: "c2", NextRunDate: ptr(at(10)), Disabled: true})
-		fire := func(f graphserver.CronFiring) bool {
+		fire := func(f driver.CronFiring) bool {
 			t.Helper()
 			ok, err := b.st.FireCron(ctx, &f)
 			require.NoError(t, err)
 			return ok
 		}
-		require.False(t, fire(graphserver.CronFiring{CronID: "c1", Due: at(9), Next: ptr(at(20))}), "not due at that time")
-		require.True(t, fire(graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))}))
+		require.False(t, fire(driver.CronFiring{CronID: "c1", Due: at(9), Next: ptr(at(20))}), "not due at that time")
+		require.True(t, fire(driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))}))
 		require.Equal(t, at(20), *getCron(t, b, "c1").NextRunDate)
-		require.False(t, fire(graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(30))}), "a firing is claimed once")
+		require.False(t, fire(driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(30))}), "a firing is claimed once")
 		require.Equal(t, at(20), *getCron(t, b, "c1").NextRunDate)
 		require.Equal(t, t0, getCron(t, b, "c1").UpdatedAt, "firing is not an update")
-		require.True(t, fire(graphserver.CronFiring{CronID: "c1", Due: at(20)}))
+		require.True(t, fire(driver.CronFiring{CronID: "c1", Due: at(20)}))
 		require.Nil(t, getCron(t, b, "c1").NextRunDate, "a nil next ends the cron")
 		require.Empty(t, func() []*graphserver.Cron { cs, _ := b.st.DueCrons(ctx, at(1000), 10); return cs }())
-		require.False(t, fire(graphserver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))}), "a disabled cron does not fire")
-		require.False(t, fire(graphserver.CronFiring{CronID: "missing", Due: at(10)}))
+		require.False(t, fire(driver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))}), "a disabled cron does not fire")
+		require.False(t, fire(driver.CronFiring{CronID: "missing", Due: at(10)}))
 	})
 
 	t.Run("CreateRunClaimsFiring", func(t *testing.T) {
@@ -394,28 +395,28 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		ctx := t.Context()
 		createCron(t, b.st, cronOpts{ID: "c1", ThreadID: "t1", NextRunDate: ptr(at(10))})
 		createCron(t, b.st, cronOpts{ID: "c2", NextRunDate: ptr(at(10))})
-		firing := &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))}
-		_, err := rs.CreateRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), &graphserver.RunInsert{Cron: firing})
+		firing := &driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))}
+		_, err := rs.CreateRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), &driver.RunInsert{Cron: firing})
 		require.NoError(t, err)
 		require.Equal(t, at(20), *getCron(t, b, "c1").NextRunDate)
-		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r2", ThreadID: "t1"}), &graphserver.RunInsert{Cron: firing})
+		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r2", ThreadID: "t1"}), &driver.RunInsert{Cron: firing})
 		requireCode(t, err, graphserver.ECONFLICT)
 		_, err = rs.GetRun(ctx, "", "r2", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
 
 		// A run the thread refuses (multitask reject) leaves the firing
 		// unclaimed: the whole insertion rolls back.
-		firing = &graphserver.CronFiring{CronID: "c1", Due: at(20), Next: ptr(at(30))}
-		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r3", ThreadID: "t1", Strategy: graphserver.MultitaskReject}), &graphserver.RunInsert{Cron: firing})
+		firing = &driver.CronFiring{CronID: "c1", Due: at(20), Next: ptr(at(30))}
+		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r3", ThreadID: "t1", Strategy: graphserver.MultitaskReject}), &driver.RunInsert{Cron: firing})
 		requireCode(t, err, graphserver.ECONFLICT)
 		require.Equal(t, at(20), *getCron(t, b, "c1").NextRunDate)
 
 		// A stateless firing claimed elsewhere creates no thread.
-		ok, err := b.st.FireCron(ctx, &graphserver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))})
+		ok, err := b.st.FireCron(ctx, &driver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))})
 		require.NoError(t, err)
 		require.True(t, ok)
-		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r4", ThreadID: "t9"}), &graphserver.RunInsert{
-			Cron:         &graphserver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))},
+		_, err = rs.CreateRun(ctx, newRun(runOpts{ID: "r4", ThreadID: "t9"}), &driver.RunInsert{
+			Cron:         &driver.CronFiring{CronID: "c2", Due: at(10), Next: ptr(at(20))},
 			CreateThread: &graphserver.Thread{ThreadID: "t9", CreatedAt: t0, Status: graphserver.ThreadBusy}})
 		requireCode(t, err, graphserver.ECONFLICT)
 		_, err = b.st.GetThread(ctx, "t9", nil)
@@ -437,8 +438,8 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		results := make(chan result, 2*n)
 		for i := range n {
 			wg.Go(func() {
-				_, err := rs.CreateRun(ctx, newRun(runOpts{ID: fmt.Sprintf("r%02d", i), ThreadID: fmt.Sprintf("t%02d", 10+i)}), &graphserver.RunInsert{
-					Cron:         &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))},
+				_, err := rs.CreateRun(ctx, newRun(runOpts{ID: fmt.Sprintf("r%02d", i), ThreadID: fmt.Sprintf("t%02d", 10+i)}), &driver.RunInsert{
+					Cron:         &driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))},
 					CreateThread: &graphserver.Thread{ThreadID: fmt.Sprintf("t%02d", 10+i), CreatedAt: t0, Status: graphserver.ThreadBusy}})
 				if graphserver.ErrorCode(err) == graphserver.ECONFLICT {
 					err = nil
@@ -449,7 +450,7 @@ func exerciseCrons(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 				results <- result{err: err}
 			})
 			wg.Go(func() {
-				ok, err := b.st.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
+				ok, err := b.st.FireCron(ctx, &driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
 				results <- result{fired: ok, err: err}
 			})
 		}

@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // exerciseFilters checks metadata containment and Filter operators, through
 // thread search (containment) and reads (filters), on one metadata document.
-func exerciseFilters(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exerciseFilters(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 	st := open(t)
 	createThread(t, st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{

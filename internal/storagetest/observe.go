@@ -7,17 +7,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // exerciseObserve checks the optional capabilities behind Server.Stats and
 // Server.AddObserver: RunQueueCounter counts ready, delayed and running
 // runs; an ObservableStorage reports committed writes. A driver without
 // them is skipped.
-func exerciseObserve(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exerciseObserve(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Run("CountRunQueue", func(t *testing.T) {
 		t.Parallel()
 		st := open(t)
-		qc, ok := rulesOf(st).Storage.(graphserver.RunQueueCounter)
+		qc, ok := rulesOf(st).Storage.(driver.RunQueueCounter)
 		rs := st
 		if !ok {
 			t.Skip("storage does not implement RunQueueCounter")
@@ -51,7 +52,7 @@ func exerciseObserve(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 	t.Run("ObserveWrites", func(t *testing.T) {
 		t.Parallel()
 		st := open(t)
-		os, ok := rulesOf(st).Storage.(graphserver.ObservableStorage)
+		os, ok := rulesOf(st).Storage.(driver.ObservableStorage)
 		rs := st
 		if !ok {
 			t.Skip("storage does not implement ObservableStorage")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // runOpts overrides run fixture fields; zero fields keep the defaults.
@@ -45,33 +46,33 @@ func newRun(o runOpts) *graphserver.Run {
 
 // endRun sets a run's final status through the driver's transaction (no
 // rules: the thread is left as it is).
-func endRun(t *testing.T, st graphserver.Storage, runID, status string) {
+func endRun(t *testing.T, st driver.Storage, runID, status string) {
 	t.Helper()
-	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
 		return tx.SetRunStatus(ctx, runID, status, at(50))
 	}))
 }
 
 // insertRun creates a pending run on an existing thread and marks the
 // thread busy, through the driver's own transaction (no rules).
-func insertRun(t *testing.T, st graphserver.Storage, o runOpts) *graphserver.Run {
+func insertRun(t *testing.T, st driver.Storage, o runOpts) *graphserver.Run {
 	t.Helper()
 	r := newRun(o)
-	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
 		if err := tx.CheckThread(ctx, r.ThreadID, nil); err != nil {
 			return err
 		}
 		if err := tx.InsertRun(ctx, r, nil); err != nil {
 			return err
 		}
-		return tx.UpdateThread(ctx, r.ThreadID, &graphserver.ThreadWrite{Now: r.UpdatedAt, Status: graphserver.ThreadBusy})
+		return tx.UpdateThread(ctx, r.ThreadID, &driver.ThreadWrite{Now: r.UpdatedAt, Status: graphserver.ThreadBusy})
 	}))
 	return r
 }
 
-func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 	type bundle struct {
-		st graphserver.Storage
+		st driver.Storage
 		rs *ruleStorage
 	}
 	setup := func(t *testing.T) *bundle {
@@ -98,7 +99,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		t.Parallel()
 		b := setup(t)
 		r := newRun(runOpts{ID: "r1", ThreadID: "t1"})
-		_, err := b.rs.CreateRun(t.Context(), r, &graphserver.RunInsert{
+		_, err := b.rs.CreateRun(t.Context(), r, &driver.RunInsert{
 			ThreadMetadata: graphserver.Metadata{"graph_id": "g"}, ThreadConfig: graphserver.Object{"configurable": map[string]any{"c": 1}}})
 		require.NoError(t, err)
 		got, err := b.rs.GetRun(t.Context(), "t1", "r1", nil)
@@ -171,9 +172,9 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("CreateThreadOrNotFound", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		_, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r1", ThreadID: "t2"}), &graphserver.RunInsert{})
+		_, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r1", ThreadID: "t2"}), &driver.RunInsert{})
 		requireCode(t, err, graphserver.ENOTFOUND)
-		_, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r1", ThreadID: "t2"}), &graphserver.RunInsert{
+		_, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r1", ThreadID: "t2"}), &driver.RunInsert{
 			CreateThread: &graphserver.Thread{ThreadID: "t2", CreatedAt: t0, Status: graphserver.ThreadBusy, Metadata: graphserver.Metadata{"a": 1}}})
 		require.NoError(t, err)
 		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t2"))
@@ -191,8 +192,8 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 				require.Equal(t, "running", claimed.Run.RunID)
 				insertRun(t, b.rs, runOpts{ID: "pending", ThreadID: "t1", CreatedAt: at(2)})
 				created, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "new", ThreadID: "t1", Strategy: strategy, CreatedAt: at(3)}),
-					&graphserver.RunInsert{Owner: "w2", LeaseUntil: at(60)})
-				var cancelled []graphserver.CancelledRun
+					&driver.RunInsert{Owner: "w2", LeaseUntil: at(60)})
+				var cancelled []driver.CancelledRun
 				if created != nil {
 					cancelled = created.Cancelled
 					require.False(t, created.Claimed, "the thread still has a running run")
@@ -208,7 +209,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 					require.Empty(t, cancelled)
 				case graphserver.MultitaskInterrupt:
 					require.NoError(t, err)
-					require.ElementsMatch(t, []graphserver.CancelledRun{
+					require.ElementsMatch(t, []driver.CancelledRun{
 						{RunID: "running", ThreadID: "t1", Status: graphserver.RunRunning, Action: graphserver.CancelInterrupt},
 						{RunID: "pending", ThreadID: "t1", Status: graphserver.RunInterrupted, Action: graphserver.CancelInterrupt},
 					}, cancelled)
@@ -233,18 +234,18 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		t.Parallel()
 		b := setup(t)
 		r := newRun(runOpts{ID: "r1", ThreadID: "t1"})
-		created, err := b.rs.CreateRun(t.Context(), r, &graphserver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		created, err := b.rs.CreateRun(t.Context(), r, &driver.RunInsert{Owner: "w", LeaseUntil: at(30)})
 		require.NoError(t, err)
 		require.True(t, created.Claimed)
 		require.Equal(t, graphserver.RunRunning, runStatus(t, b, "r1"))
 		_, err = b.rs.RenewRunLease(t.Context(), "r1", "w", at(40))
 		require.NoError(t, err)
 		// Queued behind r1, and delayed runs, are not claimed at insert.
-		created, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r2", ThreadID: "t1"}), &graphserver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		created, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r2", ThreadID: "t1"}), &driver.RunInsert{Owner: "w", LeaseUntil: at(30)})
 		require.NoError(t, err)
 		require.False(t, created.Claimed)
 		createThread(t, b.st, threadOpts{ID: "t2"})
-		created, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r3", ThreadID: "t2", CreatedAt: at(5)}), &graphserver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		created, err = b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r3", ThreadID: "t2", CreatedAt: at(5)}), &driver.RunInsert{Owner: "w", LeaseUntil: at(30)})
 		require.NoError(t, err)
 		require.False(t, created.Claimed)
 		require.Equal(t, graphserver.RunPending, runStatus(t, b, "r3"))
@@ -337,11 +338,11 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		q, err = b.rs.ClaimRun(t.Context(), "w2", at(3), at(33))
 		require.NoError(t, err)
 		require.Equal(t, 2, q.Attempt)
-		requireCode(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w1", Status: graphserver.RunSuccess, Now: at(4)}),
+		requireCode(t, b.rs.FinishRun(t.Context(), &driver.RunFinish{RunID: "r1", Owner: "w1", Status: graphserver.RunSuccess, Now: at(4)}),
 			graphserver.ENOTFOUND)
-		d := &graphserver.WebhookDelivery{ID: "d1", RunID: "r1", URL: "https://example.com/h", Body: json.RawMessage(`{"run_id":"r1"}`), NextAt: at(4)}
-		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w2", Status: graphserver.RunSuccess,
-			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted, Values: json.RawMessage(`{"v":2}`),
+		d := &driver.WebhookDelivery{ID: "d1", RunID: "r1", URL: "https://example.com/h", Body: json.RawMessage(`{"run_id":"r1"}`), NextAt: at(4)}
+		require.NoError(t, b.rs.FinishRun(t.Context(), &driver.RunFinish{RunID: "r1", Owner: "w2", Status: graphserver.RunSuccess,
+			Summary: &driver.ThreadSummary{Status: graphserver.ThreadInterrupted, Values: json.RawMessage(`{"v":2}`),
 				Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}},
 			Webhook: d, Now: at(4)}))
 		require.Equal(t, graphserver.RunSuccess, runStatus(t, b, "r1"))
@@ -381,8 +382,8 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		insertRun(t, b.rs, runOpts{ID: "r2", ThreadID: "t1", CreatedAt: at(1)})
 		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
 		require.NoError(t, err)
-		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w", Status: graphserver.RunError,
-			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadError, Error: json.RawMessage(`{"error":"E","message":"m"}`)}, Now: at(6)}))
+		require.NoError(t, b.rs.FinishRun(t.Context(), &driver.RunFinish{RunID: "r1", Owner: "w", Status: graphserver.RunError,
+			Summary: &driver.ThreadSummary{Status: graphserver.ThreadError, Error: json.RawMessage(`{"error":"E","message":"m"}`)}, Now: at(6)}))
 		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t1"))
 	})
 
@@ -391,7 +392,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		b := setup(t)
 		// A state update computed its summary before a run was created.
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
-		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted,
+		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &driver.ThreadSummary{Status: graphserver.ThreadInterrupted,
 			Values: json.RawMessage(`{"v":1}`), Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "q", ID: "i1"}}}}, at(2)))
 		th, err := b.st.GetThread(t.Context(), "t1", nil)
 		require.NoError(t, err)
@@ -401,7 +402,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		_, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"r1"}}, graphserver.CancelInterrupt, at(3), nil)
 		require.NoError(t, err)
-		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &graphserver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
+		require.NoError(t, b.rs.SetThreadSummary(t.Context(), "t1", &driver.ThreadSummary{Status: graphserver.ThreadInterrupted}, at(4)))
 		require.Equal(t, graphserver.ThreadInterrupted, threadStatus(t, b, "t1"))
 	})
 
@@ -410,7 +411,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		b := setup(t)
 		put := func(id, runID, ns string) {
 			t.Helper()
-			require.NoError(t, b.st.PutCheckpoint(t.Context(), &graphserver.CheckpointRecord{ThreadID: "t1", NS: ns,
+			require.NoError(t, b.st.PutCheckpoint(t.Context(), &driver.CheckpointRecord{ThreadID: "t1", NS: ns,
 				CheckpointID: id, RunID: runID, CreatedAt: at(1), ChannelVersions: map[string]string{}}))
 		}
 		id, err := b.rs.LatestCheckpointNotByRun(t.Context(), "t1", "r1")
@@ -440,18 +441,18 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.NoError(t, err)
 		_, err = b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
 		require.NoError(t, err)
-		require.NoError(t, b.st.PutCheckpoint(t.Context(), &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", RunID: "r1",
+		require.NoError(t, b.st.PutCheckpoint(t.Context(), &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", RunID: "r1",
 			CreatedAt: at(5), ChannelVersions: map[string]string{"a": "1"},
-			NewBlobs: []graphserver.ChannelBlob{{Channel: "a", Version: "1", Data: json.RawMessage(`1`)}}}))
-		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r1", Owner: "w", Delete: true,
-			Summary: &graphserver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`null`)}, Now: at(6)}))
+			NewBlobs: []driver.ChannelBlob{{Channel: "a", Version: "1", Data: json.RawMessage(`1`)}}}))
+		require.NoError(t, b.rs.FinishRun(t.Context(), &driver.RunFinish{RunID: "r1", Owner: "w", Delete: true,
+			Summary: &driver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`null`)}, Now: at(6)}))
 		_, err = b.rs.GetRun(t.Context(), "", "r1", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
 		_, err = b.st.GetCheckpoint(t.Context(), "t1", "", "c1")
 		requireCode(t, err, graphserver.ENOTFOUND)
 		require.Equal(t, graphserver.ThreadIdle, threadStatus(t, b, "t1"))
 
-		require.NoError(t, b.rs.FinishRun(t.Context(), &graphserver.RunFinish{RunID: "r2", Owner: "w", Status: graphserver.RunSuccess,
+		require.NoError(t, b.rs.FinishRun(t.Context(), &driver.RunFinish{RunID: "r2", Owner: "w", Status: graphserver.RunSuccess,
 			DeleteThread: true, Now: at(6)}))
 		_, err = b.st.GetThread(t.Context(), "tmp", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
@@ -464,18 +465,18 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		b := setup(t)
 		rc := b.st
 		ctx := t.Context()
-		pw := func(task, ch, v string) []graphserver.PendingWrite {
-			return []graphserver.PendingWrite{{TaskID: task, Channel: ch, Value: json.RawMessage(v)}}
+		pw := func(task, ch, v string) []driver.PendingWrite {
+			return []driver.PendingWrite{{TaskID: task, Channel: ch, Value: json.RawMessage(v)}}
 		}
 		// r0 wrote c0 and paused there: task a interrupted, task b done.
 		insertRun(t, b.rs, runOpts{ID: "r0", ThreadID: "t1"})
 		_, err := b.rs.ClaimRun(ctx, "w0", at(1), at(60))
 		require.NoError(t, err)
-		require.NoError(t, rc.PutRunCheckpoint(ctx, "r0", "w0", &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c0", RunID: "r0",
-			CreatedAt: at(1), ChannelVersions: map[string]string{"x": "1"}, NewBlobs: []graphserver.ChannelBlob{blob("x", "1", "", `0`)}}))
+		require.NoError(t, rc.PutRunCheckpoint(ctx, "r0", "w0", &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c0", RunID: "r0",
+			CreatedAt: at(1), ChannelVersions: map[string]string{"x": "1"}, NewBlobs: []driver.ChannelBlob{blob("x", "1", "", `0`)}}))
 		require.NoError(t, rc.PutRunWrites(ctx, "r0", "w0", "t1", "", "c0", "a", pw("a", "__interrupt__", `[{"value":"?"}]`)))
 		require.NoError(t, rc.PutRunWrites(ctx, "r0", "w0", "t1", "", "c0", "b", pw("b", "x", `2`)))
-		require.NoError(t, b.rs.FinishRun(ctx, &graphserver.RunFinish{RunID: "r0", Owner: "w0", Status: graphserver.RunInterrupted, Now: at(2)}))
+		require.NoError(t, b.rs.FinishRun(ctx, &driver.RunFinish{RunID: "r0", Owner: "w0", Status: graphserver.RunInterrupted, Now: at(2)}))
 		before, err := b.st.GetCheckpoint(ctx, "t1", "", "")
 		require.NoError(t, err)
 		require.Equal(t, "c0", before.CheckpointID)
@@ -487,12 +488,12 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.NoError(t, err)
 		require.NoError(t, rc.PutRunWrites(ctx, "r1", "w1", "t1", "", "c0", "00000000-0000-0000-0000-000000000000", pw("00000000-0000-0000-0000-000000000000", "x", `7`)))
 		require.NoError(t, rc.PutRunWrites(ctx, "r1", "w1", "t1", "", "c0", "a", pw("a", "x", `1`)))
-		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w1", &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", ParentCheckpointID: "c0",
-			RunID: "r1", CreatedAt: at(3), ChannelVersions: map[string]string{"x": "2"}, NewBlobs: []graphserver.ChannelBlob{blob("x", "2", "", `10`)}}))
+		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w1", &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", ParentCheckpointID: "c0",
+			RunID: "r1", CreatedAt: at(3), ChannelVersions: map[string]string{"x": "2"}, NewBlobs: []driver.ChannelBlob{blob("x", "2", "", `10`)}}))
 		mid, err := b.st.GetCheckpoint(ctx, "t1", "", "c0")
 		require.NoError(t, err)
 		require.Len(t, mid.PendingWrites, 3)
-		require.NoError(t, b.rs.FinishRun(ctx, &graphserver.RunFinish{RunID: "r1", Owner: "w1", Delete: true, Now: at(4)}))
+		require.NoError(t, b.rs.FinishRun(ctx, &driver.RunFinish{RunID: "r1", Owner: "w1", Delete: true, Now: at(4)}))
 
 		after, err := b.st.GetCheckpoint(ctx, "t1", "", "")
 		require.NoError(t, err)
@@ -513,11 +514,11 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
 		_, err := b.rs.ClaimRun(ctx, "w1", at(1), at(10))
 		require.NoError(t, err)
-		cp := func(id string) *graphserver.CheckpointRecord {
-			return &graphserver.CheckpointRecord{ThreadID: "t1", CheckpointID: id, RunID: "r1", CreatedAt: at(1),
-				ChannelVersions: map[string]string{"x": id}, NewBlobs: []graphserver.ChannelBlob{blob("x", id, "", `1`)}}
+		cp := func(id string) *driver.CheckpointRecord {
+			return &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: id, RunID: "r1", CreatedAt: at(1),
+				ChannelVersions: map[string]string{"x": id}, NewBlobs: []driver.ChannelBlob{blob("x", id, "", `1`)}}
 		}
-		writes := []graphserver.PendingWrite{{TaskID: "a", Channel: "x", Value: json.RawMessage(`1`)}}
+		writes := []driver.PendingWrite{{TaskID: "a", Channel: "x", Value: json.RawMessage(`1`)}}
 		// The thread's first checkpoint and a later one check the lease alike.
 		requireCode(t, rc.PutRunCheckpoint(ctx, "r1", "other", cp("c0")), graphserver.ENOTFOUND)
 		_, err = b.st.GetCheckpoint(ctx, "t1", "", "")
@@ -527,7 +528,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		// The lease lapses and another claim takes the run over (the
 		// Server's sweep puts it back to pending).
-		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 			expired, err := tx.ExpiredRuns(ctx, at(20))
 			if err != nil || len(expired) != 1 {
 				return fmt.Errorf("expired runs %v: %w", expired, err)
@@ -567,7 +568,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Empty(t, swept, "leases still valid")
 		swept, err = b.rs.SweepRuns(t.Context(), at(30), 3)
 		require.NoError(t, err)
-		require.ElementsMatch(t, []graphserver.SweptRun{
+		require.ElementsMatch(t, []driver.SweptRun{
 			{RunID: "rt2", ThreadID: "t2", Status: graphserver.RunPending},
 			{RunID: "rt3", ThreadID: "t3", Status: graphserver.RunInterrupted},
 		}, swept)
@@ -606,7 +607,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		cancelled, err := b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{Status: "pending"}, graphserver.CancelInterrupt, at(6), nil)
 		require.NoError(t, err)
-		require.Equal(t, []graphserver.CancelledRun{{RunID: "r2", ThreadID: "t1", Status: graphserver.RunInterrupted, Action: graphserver.CancelInterrupt}}, cancelled)
+		require.Equal(t, []driver.CancelledRun{{RunID: "r2", ThreadID: "t1", Status: graphserver.RunInterrupted, Action: graphserver.CancelInterrupt}}, cancelled)
 		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t1"), "r1 still runs")
 
 		cancelled, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelRollback, at(7), graphserver.Filter{"owner": "bob"})
@@ -614,7 +615,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Empty(t, cancelled, "hidden by the filter")
 		cancelled, err = b.rs.CancelRuns(t.Context(), &graphserver.RunCancelSelect{Status: "all"}, graphserver.CancelRollback, at(7), nil)
 		require.NoError(t, err)
-		require.Equal(t, []graphserver.CancelledRun{{RunID: "r1", ThreadID: "t1", Status: graphserver.RunRunning, Action: graphserver.CancelRollback}}, cancelled)
+		require.Equal(t, []driver.CancelledRun{{RunID: "r1", ThreadID: "t1", Status: graphserver.RunRunning, Action: graphserver.CancelRollback}}, cancelled)
 
 		require.NoError(t, b.rs.DeleteRun(t.Context(), "t1", "r2", nil))
 		requireCode(t, b.rs.DeleteRun(t.Context(), "t1", "r2", nil), graphserver.ENOTFOUND)
@@ -684,7 +685,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		t.Parallel()
 		b := setup(t)
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1", Webhook: "https://example.com/h", CreatedAt: at(50)})
-		_, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r2", ThreadID: "t1", Strategy: graphserver.MultitaskInterrupt}), &graphserver.RunInsert{})
+		_, err := b.rs.CreateRun(t.Context(), newRun(runOpts{ID: "r2", ThreadID: "t1", Strategy: graphserver.MultitaskInterrupt}), &driver.RunInsert{})
 		require.NoError(t, err)
 		require.Equal(t, graphserver.RunInterrupted, runStatus(t, b, "r1"))
 		ended(t, b, "r1", graphserver.RunInterrupted, "")

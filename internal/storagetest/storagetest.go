@@ -1,4 +1,4 @@
-// Package storagetest is the behaviour every graphserver.Storage driver must
+// Package storagetest is the behaviour every driver.Storage driver must
 // show. A driver's test calls Run with a factory that opens a fresh, empty
 // storage per call; every subtest opens its own and runs in parallel. A
 // behaviour the Server relies on is asserted here or is not guaranteed.
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Run exercises every Storage area against storages made by open. open must
@@ -21,7 +22,7 @@ import (
 // The subtests of the Server's multi-row run rules (creating, cancelling,
 // finishing and sweeping runs, writing thread summaries) skip: they run
 // from graphserver's own tests, which have the rules (RunWithRules).
-func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func Run(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 	run(t, open, nil)
 }
@@ -29,19 +30,19 @@ func Run(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 // RunWithRules is Run with the Server's run rules, so that no subtest
 // skips. graphserver's tests call it (storage_test.go) with rules from its
 // export_test.go.
-func RunWithRules(t *testing.T, open func(t *testing.T) graphserver.Storage, rules Rules) {
+func RunWithRules(t *testing.T, open func(t *testing.T) driver.Storage, rules Rules) {
 	t.Helper()
 	run(t, open, &rules)
 }
 
-func run(t *testing.T, openDriver func(t *testing.T) graphserver.Storage, rules *Rules) {
+func run(t *testing.T, openDriver func(t *testing.T) driver.Storage, rules *Rules) {
 	t.Helper()
-	open := func(t *testing.T) graphserver.Storage {
+	open := func(t *testing.T) driver.Storage {
 		return &ruleStorage{Storage: openDriver(t), rules: rules, t: t}
 	}
 	areas := []struct {
 		name string
-		fn   func(t *testing.T, open func(t *testing.T) graphserver.Storage)
+		fn   func(t *testing.T, open func(t *testing.T) driver.Storage)
 	}{
 		{"Assistants", exerciseAssistants},
 		{"Threads", exerciseThreads},
@@ -95,7 +96,7 @@ type assistantOpts struct {
 }
 
 // createAssistant inserts an assistant and returns what the storage returned.
-func createAssistant(t *testing.T, st graphserver.Storage, o assistantOpts) *graphserver.Assistant {
+func createAssistant(t *testing.T, st driver.Storage, o assistantOpts) *graphserver.Assistant {
 	t.Helper()
 	a := &graphserver.Assistant{
 		AssistantID: o.ID, GraphID: o.GraphID, Name: o.Name, Description: o.Description,
@@ -127,7 +128,7 @@ type threadOpts struct {
 }
 
 // createThread inserts a thread and returns what the storage returned.
-func createThread(t *testing.T, st graphserver.Storage, o threadOpts) *graphserver.Thread {
+func createThread(t *testing.T, st driver.Storage, o threadOpts) *graphserver.Thread {
 	t.Helper()
 	th := &graphserver.Thread{
 		ThreadID: o.ID, Metadata: o.Metadata, Status: o.Status, CreatedAt: o.CreatedAt,
@@ -154,8 +155,8 @@ func createThread(t *testing.T, st graphserver.Storage, o threadOpts) *graphserv
 }
 
 // blob is a ChannelBlob shorthand: base "" for a full value.
-func blob(channel, version, base, data string) graphserver.ChannelBlob {
-	return graphserver.ChannelBlob{Channel: channel, Version: version, Base: base, Data: json.RawMessage(data)}
+func blob(channel, version, base, data string) driver.ChannelBlob {
+	return driver.ChannelBlob{Channel: channel, Version: version, Base: base, Data: json.RawMessage(data)}
 }
 
 // checkpointOpts describes a checkpoint to put.
@@ -166,18 +167,18 @@ type checkpointOpts struct {
 	RunID    string
 	Metadata graphserver.Metadata
 	Versions map[string]string
-	Blobs    []graphserver.ChannelBlob
+	Blobs    []driver.ChannelBlob
 	Body     string // JSON; default {"v": 1}
 }
 
 // putCheckpoint stores a checkpoint on thread threadID.
-func putCheckpoint(t *testing.T, st graphserver.Checkpointer, threadID string, o checkpointOpts) {
+func putCheckpoint(t *testing.T, st driver.Checkpointer, threadID string, o checkpointOpts) {
 	t.Helper()
 	body := o.Body
 	if body == "" {
 		body = `{"v": 1}`
 	}
-	require.NoError(t, st.PutCheckpoint(t.Context(), &graphserver.CheckpointRecord{
+	require.NoError(t, st.PutCheckpoint(t.Context(), &driver.CheckpointRecord{
 		ThreadID: threadID, NS: o.NS, CheckpointID: o.ID, ParentCheckpointID: o.Parent, RunID: o.RunID,
 		CreatedAt: t0, Metadata: o.Metadata, ChannelVersions: o.Versions, Body: json.RawMessage(body), NewBlobs: o.Blobs,
 	}))
@@ -220,7 +221,7 @@ func threadIDs(ts []*graphserver.Thread) []string {
 }
 
 // checkpointIDs returns the checkpoint ids in order.
-func checkpointIDs(cs []*graphserver.CheckpointRecord) []string {
+func checkpointIDs(cs []*driver.CheckpointRecord) []string {
 	out := []string{}
 	for _, c := range cs {
 		out = append(out, c.CheckpointID)

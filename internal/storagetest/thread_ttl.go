@@ -7,14 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // exerciseThreadTTL checks SweepExpiredThreads.
-func exerciseThreadTTL(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exerciseThreadTTL(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 
 	// withTTL creates a thread whose TTL expires at expires.
-	withTTL := func(t *testing.T, st graphserver.Storage, id, strategy, status string, expires time.Time) {
+	withTTL := func(t *testing.T, st driver.Storage, id, strategy, status string, expires time.Time) {
 		t.Helper()
 		_, err := st.CreateThread(t.Context(), &graphserver.Thread{
 			ThreadID: id, CreatedAt: t0, UpdatedAt: t0, StateUpdatedAt: t0, Status: status,
@@ -30,7 +31,7 @@ func exerciseThreadTTL(t *testing.T, open func(t *testing.T) graphserver.Storage
 		withTTL(t, st, "young", graphserver.PruneDelete, graphserver.ThreadIdle, at(100))
 		withTTL(t, st, "running", graphserver.PruneDelete, graphserver.ThreadBusy, at(10))
 		createThread(t, st, threadOpts{ID: "forever"})
-		putCheckpoint(t, st, "old", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `1`)}})
+		putCheckpoint(t, st, "old", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `1`)}})
 
 		n, err := st.SweepExpiredThreads(t.Context(), at(50), 100)
 		require.NoError(t, err)
@@ -53,8 +54,8 @@ func exerciseThreadTTL(t *testing.T, open func(t *testing.T) graphserver.Storage
 		t.Parallel()
 		st := open(t)
 		withTTL(t, st, "t1", graphserver.PruneKeepLatest, graphserver.ThreadIdle, at(10))
-		putCheckpoint(t, st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `[1]`)}})
-		putCheckpoint(t, st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"x": "2"}, Blobs: []graphserver.ChannelBlob{blob("x", "2", "1", `[2]`)}})
+		putCheckpoint(t, st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `[1]`)}})
+		putCheckpoint(t, st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"x": "2"}, Blobs: []driver.ChannelBlob{blob("x", "2", "1", `[2]`)}})
 
 		n, err := st.SweepExpiredThreads(t.Context(), at(50), 100)
 		require.NoError(t, err)
@@ -62,7 +63,7 @@ func exerciseThreadTTL(t *testing.T, open func(t *testing.T) graphserver.Storage
 		th, err := st.GetThread(t.Context(), "t1", nil)
 		require.NoError(t, err)
 		require.True(t, th.TTL == nil || th.TTL.ExpiresAt == nil, "the TTL is disarmed until the thread is next active")
-		cps, err := st.ListCheckpoints(t.Context(), "t1", graphserver.CheckpointListOptions{})
+		cps, err := st.ListCheckpoints(t.Context(), "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"c2"}, checkpointIDs(cps))
 		requireValues(t, map[string]string{"x": `[1,2]`}, cps[0].Values)

@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-// exerciseThreads checks graphserver.ThreadStorage.
-func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+// exerciseThreads checks driver.ThreadStorage.
+func exerciseThreads(t *testing.T, open func(t *testing.T) driver.Storage) {
 	t.Helper()
 
 	type bundle struct {
-		st  graphserver.Storage
+		st  driver.Storage
 		ctx context.Context
 	}
 	setup := func(t *testing.T) *bundle {
@@ -139,9 +140,9 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		t.Parallel()
 		b := setup(t)
 		createThread(t, b.st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{"owner": "ann"}})
-		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `[1]`)}})
-		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c1", Versions: map[string]string{"y": "1"}, Blobs: []graphserver.ChannelBlob{blob("y", "1", "", `2`)}})
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c1", "task", []graphserver.PendingWrite{{Idx: 0, Channel: "x", Value: json.RawMessage(`3`)}}))
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"x": "1"}, Blobs: []driver.ChannelBlob{blob("x", "1", "", `[1]`)}})
+		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "c1", Versions: map[string]string{"y": "1"}, Blobs: []driver.ChannelBlob{blob("y", "1", "", `2`)}})
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c1", "task", []driver.PendingWrite{{Idx: 0, Channel: "x", Value: json.RawMessage(`3`)}}))
 
 		requireCode(t, b.st.DeleteThread(b.ctx, "t1", other), graphserver.ENOTFOUND)
 		_, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c1")
@@ -236,12 +237,12 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		src := createThread(t, b.st, threadOpts{ID: "src", Status: "interrupted", Values: `{"m":[1,2,3]}`,
 			Metadata: graphserver.Metadata{"owner": "ann", "graph_id": "g"}})
 		putCheckpoint(t, b.st, "src", checkpointOpts{ID: "c1", Metadata: graphserver.Metadata{"step": 0.0},
-			Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `[1]`)}})
+			Versions: map[string]string{"m": "1"}, Blobs: []driver.ChannelBlob{blob("m", "1", "", `[1]`)}})
 		putCheckpoint(t, b.st, "src", checkpointOpts{ID: "c2", Parent: "c1", RunID: "r1", Metadata: graphserver.Metadata{"step": 1.0, "thread_id": "src", "graph_id": "g"},
-			Versions: map[string]string{"m": "2"}, Blobs: []graphserver.ChannelBlob{blob("m", "2", "1", `[2,3]`)}})
+			Versions: map[string]string{"m": "2"}, Blobs: []driver.ChannelBlob{blob("m", "2", "1", `[2,3]`)}})
 		putCheckpoint(t, b.st, "src", checkpointOpts{NS: "sub:1", ID: "s1", Versions: map[string]string{"x": "1"},
-			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `"sub"`)}})
-		require.NoError(t, b.st.PutWrites(b.ctx, "src", "", "c2", "task1", []graphserver.PendingWrite{
+			Blobs: []driver.ChannelBlob{blob("x", "1", "", `"sub"`)}})
+		require.NoError(t, b.st.PutWrites(b.ctx, "src", "", "c2", "task1", []driver.PendingWrite{
 			{TaskPath: "p", Idx: 0, Channel: "m", Value: json.RawMessage(`[4]`)},
 		}))
 
@@ -255,7 +256,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.Equal(t, at(100), cp.CreatedAt)
 		require.Equal(t, at(100), cp.UpdatedAt)
 
-		list, err := b.st.ListCheckpoints(b.ctx, "dst", graphserver.CheckpointListOptions{})
+		list, err := b.st.ListCheckpoints(b.ctx, "dst", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"c2", "c1"}, checkpointIDs(list))
 		for _, c := range list {
@@ -270,7 +271,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.NoError(t, err)
 		require.Equal(t, "src", orig.Metadata["thread_id"], "the source is unchanged")
 		requireValues(t, map[string]string{"m": `[1]`}, list[1].Values)
-		require.Equal(t, []graphserver.PendingWrite{{TaskID: "task1", TaskPath: "p", Idx: 0, Channel: "m", Value: json.RawMessage(`[4]`)}}, list[0].PendingWrites)
+		require.Equal(t, []driver.PendingWrite{{TaskID: "task1", TaskPath: "p", Idx: 0, Channel: "m", Value: json.RawMessage(`[4]`)}}, list[0].PendingWrites)
 		sub, err := b.st.GetCheckpoint(b.ctx, "dst", "sub:1", "")
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"x": `"sub"`}, sub.Values)
@@ -337,15 +338,15 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		putCheckpoint(t, b.st, "hidden", checkpointOpts{ID: "c1"})
 		putCheckpoint(t, b.st, "hidden", checkpointOpts{ID: "c2", Parent: "c1"})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"msgs": "1", "n": "1"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "1", "", `["a"]`), blob("n", "1", "", `1`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "1", "", `["a"]`), blob("n", "1", "", `1`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c2", Parent: "c1", Versions: map[string]string{"msgs": "2", "n": "2"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "2", "1", `["b"]`), blob("n", "2", "", `2`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "2", "1", `["b"]`), blob("n", "2", "", `2`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c3", Parent: "c2", Metadata: graphserver.Metadata{"step": 2.0},
-			Versions: map[string]string{"msgs": "3", "n": "2"}, Blobs: []graphserver.ChannelBlob{blob("msgs", "3", "2", `["c","d"]`)}})
+			Versions: map[string]string{"msgs": "3", "n": "2"}, Blobs: []driver.ChannelBlob{blob("msgs", "3", "2", `["c","d"]`)}})
 		putCheckpoint(t, b.st, "t1", checkpointOpts{NS: "sub:1", ID: "s1", Versions: map[string]string{"x": "1"},
-			Blobs: []graphserver.ChannelBlob{blob("x", "1", "", `1`)}})
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c3", "task", []graphserver.PendingWrite{{Idx: 0, Channel: "n", Value: json.RawMessage(`5`)}}))
-		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "task", []graphserver.PendingWrite{{Idx: 0, Channel: "n", Value: json.RawMessage(`6`)}}))
+			Blobs: []driver.ChannelBlob{blob("x", "1", "", `1`)}})
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c3", "task", []driver.PendingWrite{{Idx: 0, Channel: "n", Value: json.RawMessage(`5`)}}))
+		require.NoError(t, b.st.PutWrites(b.ctx, "t1", "", "c2", "task", []driver.PendingWrite{{Idx: 0, Channel: "n", Value: json.RawMessage(`6`)}}))
 
 		n, err := b.st.PruneThreads(b.ctx, []string{"t1", "empty", "hidden", "missing"}, graphserver.PruneKeepLatest, graphserver.Filter{"owner": map[string]any{"$eq": "ann"}})
 		require.NoError(t, err)
@@ -356,24 +357,24 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 
 		_, err = b.st.GetThread(b.ctx, "t1", nil)
 		require.NoError(t, err, "keep_latest keeps the thread")
-		list, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{})
+		list, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"c3"}, checkpointIDs(list))
 		requireValues(t, map[string]string{"msgs": `["a","b","c","d"]`, "n": `2`}, list[0].Values)
 		require.Equal(t, graphserver.Metadata{"step": 2.0}, list[0].Metadata)
-		require.Equal(t, []graphserver.PendingWrite{{TaskID: "task", Idx: 0, Channel: "n", Value: json.RawMessage(`5`)}}, list[0].PendingWrites)
-		subs, err := b.st.ListCheckpoints(b.ctx, "t1", graphserver.CheckpointListOptions{NS: "sub:1"})
+		require.Equal(t, []driver.PendingWrite{{TaskID: "task", Idx: 0, Channel: "n", Value: json.RawMessage(`5`)}}, list[0].PendingWrites)
+		subs, err := b.st.ListCheckpoints(b.ctx, "t1", driver.CheckpointListOptions{NS: "sub:1"})
 		require.NoError(t, err)
 		require.Empty(t, subs, "subgraph checkpoints are dropped")
 
 		// New checkpoints build on the rewritten blobs.
 		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c4", Parent: "c3", Versions: map[string]string{"msgs": "4", "n": "2"},
-			Blobs: []graphserver.ChannelBlob{blob("msgs", "4", "3", `["e"]`)}})
+			Blobs: []driver.ChannelBlob{blob("msgs", "4", "3", `["e"]`)}})
 		got, err := b.st.GetCheckpoint(b.ctx, "t1", "", "")
 		require.NoError(t, err)
 		requireValues(t, map[string]string{"msgs": `["a","b","c","d","e"]`, "n": `2`}, got.Values)
 
-		hidden, err := b.st.ListCheckpoints(b.ctx, "hidden", graphserver.CheckpointListOptions{})
+		hidden, err := b.st.ListCheckpoints(b.ctx, "hidden", driver.CheckpointListOptions{})
 		require.NoError(t, err)
 		require.Len(t, hidden, 2, "a hidden thread is not pruned")
 	})
@@ -382,7 +383,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		t.Parallel()
 		b := setup(t)
 		createThread(t, b.st, threadOpts{ID: "t1", Status: graphserver.ThreadBusy, Metadata: graphserver.Metadata{"k": "v"}})
-		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{
+		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &driver.ThreadSummary{
 			Status:     graphserver.ThreadInterrupted,
 			Values:     json.RawMessage(`{"a":[1]}`),
 			Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: map[string]any{"q": "?"}, ID: "i1"}}},
@@ -398,7 +399,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.Equal(t, t0, got.CreatedAt)
 		require.Equal(t, graphserver.Metadata{"k": "v"}, got.Metadata)
 
-		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{
+		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &driver.ThreadSummary{
 			Status: graphserver.ThreadError, Values: json.RawMessage(`{"a":[1]}`), Error: json.RawMessage(`{"error":"ValueError","message":"bad"}`),
 		}, at(60)))
 		got, err = b.st.GetThread(b.ctx, "t1", nil)
@@ -408,7 +409,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		require.JSONEq(t, `{"error":"ValueError","message":"bad"}`, string(got.Error))
 		require.Equal(t, at(60), got.StateUpdatedAt)
 
-		requireCode(t, rulesOf(b.st).SetThreadSummary(b.ctx, "missing", &graphserver.ThreadSummary{Status: "idle"}, at(1)), graphserver.ENOTFOUND)
+		requireCode(t, rulesOf(b.st).SetThreadSummary(b.ctx, "missing", &driver.ThreadSummary{Status: "idle"}, at(1)), graphserver.ENOTFOUND)
 	})
 
 	t.Run("SummaryMovesTTL", func(t *testing.T) {
@@ -417,7 +418,7 @@ func exerciseThreads(t *testing.T, open func(t *testing.T) graphserver.Storage) 
 		createThread(t, b.st, threadOpts{ID: "t1"})
 		_, err := b.st.UpdateThread(b.ctx, "t1", &graphserver.ThreadPatch{TTL: &graphserver.ThreadTTL{Minutes: 5}}, at(0), nil)
 		require.NoError(t, err)
-		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &graphserver.ThreadSummary{Status: "idle"}, at(100)))
+		require.NoError(t, rulesOf(b.st).SetThreadSummary(b.ctx, "t1", &driver.ThreadSummary{Status: "idle"}, at(100)))
 		got, err := b.st.GetThread(b.ctx, "t1", nil)
 		require.NoError(t, err)
 		exp := at(100).Add(5 * time.Minute)

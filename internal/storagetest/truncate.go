@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
 // exerciseTruncate: Truncate empties what its options flag, in one call,
-// and keeps the system assistants (metadata created_by "system").
-func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage) {
-	setup := func(t *testing.T) graphserver.Storage {
+// and keeps the assistants that KeepAssistants matches (the Server's system
+// assistants: metadata created_by "system").
+func exerciseTruncate(t *testing.T, open func(t *testing.T) driver.Storage) {
+	setup := func(t *testing.T) driver.Storage {
 		t.Helper()
 		st := open(t)
 		ctx := t.Context()
@@ -22,13 +24,13 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		createAssistant(t, st, assistantOpts{ID: "user"})
 		createAssistant(t, st, assistantOpts{ID: "other", Metadata: graphserver.Metadata{"created_by": "ann"}})
 		createThread(t, st, threadOpts{ID: "t1"})
-		putCheckpoint(t, st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"m": "1"}, Blobs: []graphserver.ChannelBlob{blob("m", "1", "", `["a"]`)}})
-		require.NoError(t, st.PutItem(ctx, &graphserver.ItemWrite{
+		putCheckpoint(t, st, "t1", checkpointOpts{ID: "c1", Versions: map[string]string{"m": "1"}, Blobs: []driver.ChannelBlob{blob("m", "1", "", `["a"]`)}})
+		require.NoError(t, st.PutItem(ctx, &driver.ItemWrite{
 			Namespace: []string{"ns"}, Key: "k", Value: graphserver.Object{"text": "hello"}, Now: time.Now(),
-			Index: []graphserver.ItemIndexEntry{{Path: "$", Text: "hello"}},
+			Index: []driver.ItemIndexEntry{{Path: "$", Text: "hello"}},
 		}))
 		insertRun(t, st, runOpts{ID: "r1", ThreadID: "t1"})
-		require.NoError(t, st.EnqueueWebhook(ctx, &graphserver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "http://127.0.0.1:1/hook",
+		require.NoError(t, st.EnqueueWebhook(ctx, &driver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "http://127.0.0.1:1/hook",
 			Body: json.RawMessage(`{}`), NextAt: at(0)}))
 		return st
 	}
@@ -37,7 +39,7 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		Checkpoint                                 bool
 	}
 	var claims atomic.Int64 // shared by the parallel subtests: it only grows
-	count := func(t *testing.T, st graphserver.Storage) state {
+	count := func(t *testing.T, st driver.Storage) state {
 		t.Helper()
 		n := int(claims.Add(1)) // each count claims the outbox after the previous claim's lease
 		ctx := t.Context()
@@ -47,7 +49,7 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		require.NoError(t, err)
 		s.Threads, err = st.CountThreads(ctx, &graphserver.ThreadSearch{})
 		require.NoError(t, err)
-		found, err := st.SearchItems(ctx, &graphserver.ItemQuery{Limit: 10, Now: time.Now()})
+		found, err := st.SearchItems(ctx, &driver.ItemQuery{Limit: 10, Now: time.Now()})
 		require.NoError(t, err)
 		s.Items = len(found)
 		if s.Threads > 0 {
@@ -66,7 +68,7 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 	t.Run("NothingFlagged", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
-		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{}))
+		require.NoError(t, st.Truncate(t.Context(), driver.TruncateOptions{}))
 		require.Equal(t, state{Assistants: 3, Threads: 1, Items: 1, Runs: 1, Webhooks: 1, Checkpoint: true}, count(t, st))
 	})
 
@@ -74,14 +76,15 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		t.Parallel()
 		st := setup(t)
 		ctx := t.Context()
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Checkpoints: true}))
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Checkpoints: true}))
 		require.Equal(t, state{Assistants: 3, Threads: 1, Items: 1, Runs: 1, Webhooks: 1}, count(t, st), "checkpoints go, the thread stays")
 
-		byText := &graphserver.ItemQuery{NamespacePrefix: []string{"ns"}, Query: "hello", Limit: 10, Now: time.Now()}
+		byText := &driver.ItemQuery{NamespacePrefix: []string{"ns"}, Query: "hello", Limit: 10, Now: time.Now()}
 		found, err := st.SearchItems(ctx, byText)
 		require.NoError(t, err)
 		require.Len(t, found, 1)
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Assistants: true, Store: true}))
+		keep := graphserver.Filter{"created_by": "system"}
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true, KeepAssistants: keep, Store: true}))
 		require.Equal(t, state{Assistants: 1, Threads: 1, Runs: 1, Webhooks: 1}, count(t, st))
 		sys, err := st.GetAssistant(ctx, "sys", nil)
 		require.NoError(t, err)
@@ -90,17 +93,32 @@ func exerciseTruncate(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		require.NoError(t, err)
 		require.Empty(t, found, "full-text rows go with the items")
 
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Runs: true}))
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Runs: true}))
 		require.Equal(t, state{Assistants: 1, Threads: 1}, count(t, st), "runs and the webhook outbox go, the thread stays")
 
-		require.NoError(t, st.Truncate(ctx, graphserver.TruncateOptions{Threads: true}))
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Threads: true}))
 		require.Equal(t, state{Assistants: 1}, count(t, st))
+	})
+
+	t.Run("AssistantsKeptByFilter", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		ctx := t.Context()
+		err := st.Truncate(ctx, driver.TruncateOptions{Assistants: true, KeepAssistants: graphserver.Filter{"created_by": graphserver.Object{"$gt": 1}}})
+		requireCode(t, err, graphserver.EINVALID)
+		require.Equal(t, 3, count(t, st).Assistants, "a filter the driver refuses deletes nothing")
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true, KeepAssistants: graphserver.Filter{"created_by": graphserver.Object{"$eq": "ann"}}}))
+		_, err = st.GetAssistant(ctx, "other", nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, count(t, st).Assistants, "assistants without the key or with another value go")
+		require.NoError(t, st.Truncate(ctx, driver.TruncateOptions{Assistants: true}))
+		require.Zero(t, count(t, st).Assistants, "nil KeepAssistants keeps none")
 	})
 
 	t.Run("ThreadsTakeTheirRuns", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
-		require.NoError(t, st.Truncate(t.Context(), graphserver.TruncateOptions{Threads: true}))
+		require.NoError(t, st.Truncate(t.Context(), driver.TruncateOptions{Threads: true}))
 		_, err := st.GetRun(t.Context(), "", "r1", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})

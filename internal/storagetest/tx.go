@@ -10,36 +10,37 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 )
 
-// exerciseTx: Storage.WithTx and each operation of graphserver.Tx, which
+// exerciseTx: Storage.WithTx and each operation of driver.Tx, which
 // the Server's run rules are built from. A driver stores and queries; the
 // rules themselves are exercised from graphserver's tests (RunWithRules).
-func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
-	setup := func(t *testing.T) graphserver.Storage {
+func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
+	setup := func(t *testing.T) driver.Storage {
 		t.Helper()
 		st := open(t)
 		createThread(t, st, threadOpts{ID: "t1", Metadata: graphserver.Metadata{"owner": "ann"}})
 		return st
 	}
 	// inTx runs fn in one transaction and requires it to succeed.
-	inTx := func(t *testing.T, st graphserver.Storage, fn func(ctx context.Context, tx graphserver.Tx) error) {
+	inTx := func(t *testing.T, st driver.Storage, fn func(ctx context.Context, tx driver.Tx) error) {
 		t.Helper()
 		require.NoError(t, st.WithTx(t.Context(), fn))
 	}
-	getThread := func(t *testing.T, st graphserver.Storage, id string) *graphserver.Thread {
+	getThread := func(t *testing.T, st driver.Storage, id string) *graphserver.Thread {
 		t.Helper()
 		th, err := st.GetThread(t.Context(), id, nil)
 		require.NoError(t, err)
 		return th
 	}
-	getRun := func(t *testing.T, st graphserver.Storage, id string) *graphserver.Run {
+	getRun := func(t *testing.T, st driver.Storage, id string) *graphserver.Run {
 		t.Helper()
 		r, err := st.GetRun(t.Context(), "", id, nil)
 		require.NoError(t, err)
 		return r
 	}
-	refIDs := func(refs []graphserver.RunRef) []string {
+	refIDs := func(refs []driver.RunRef) []string {
 		ids := []string{}
 		for _, r := range refs {
 			ids = append(ids, r.RunID)
@@ -52,11 +53,11 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		t.Parallel()
 		st := setup(t)
 		boom := graphserver.Errorf(graphserver.ECONFLICT, "boom")
-		err := st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
+		err := st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
 			if err := tx.InsertRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), nil); err != nil {
 				return err
 			}
-			if err := tx.UpdateThread(ctx, "t1", &graphserver.ThreadWrite{Now: at(1), Status: graphserver.ThreadBusy}); err != nil {
+			if err := tx.UpdateThread(ctx, "t1", &driver.ThreadWrite{Now: at(1), Status: graphserver.ThreadBusy}); err != nil {
 				return err
 			}
 			return boom
@@ -74,7 +75,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		ran := false
-		err := st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
+		err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 			ran = true
 			return nil
 		})
@@ -85,7 +86,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("Threads", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			require.NoError(t, tx.CheckThread(ctx, "t1", nil))
 			require.NoError(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "ann"}))
 			requireCode(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "bob"}), graphserver.ENOTFOUND)
@@ -95,7 +96,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 				StateUpdatedAt: at(1), Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{"c": 1.0},
 				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}))
 			requireCode(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1)}), graphserver.ECONFLICT)
-			requireCode(t, tx.UpdateThread(ctx, "missing", &graphserver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle}), graphserver.ENOTFOUND)
+			requireCode(t, tx.UpdateThread(ctx, "missing", &driver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle}), graphserver.ENOTFOUND)
 			return nil
 		})
 		th := getThread(t, st, "t2")
@@ -105,16 +106,16 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, at(2), th.UpdatedAt)
 
 		// Status only where IfStatus holds; the rest of the write applies.
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
-			return tx.UpdateThread(ctx, "t2", &graphserver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle,
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.UpdateThread(ctx, "t2", &driver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle,
 				IfStatus: graphserver.ThreadError, MergeMetadata: graphserver.Metadata{"graph_id": "g", "nested": map[string]any{"a": 1.0}}})
 		})
 		th = getThread(t, st, "t2")
 		require.Equal(t, graphserver.ThreadBusy, th.Status)
 		require.Equal(t, graphserver.Metadata{"k": "v", "graph_id": "g", "nested": map[string]any{"a": 1.0}}, th.Metadata)
 		require.Equal(t, at(3), th.UpdatedAt)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
-			return tx.UpdateThread(ctx, "t2", &graphserver.ThreadWrite{Now: at(4), Status: graphserver.ThreadIdle,
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.UpdateThread(ctx, "t2", &driver.ThreadWrite{Now: at(4), Status: graphserver.ThreadIdle,
 				IfStatus: graphserver.ThreadBusy, Config: graphserver.Object{"c": 2.0}, MergeMetadata: graphserver.Metadata{"nested": map[string]any{"b": 2.0}}})
 		})
 		th = getThread(t, st, "t2")
@@ -124,12 +125,12 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, graphserver.Object{"c": 2.0}, th.Config)
 		require.Equal(t, at(1), th.StateUpdatedAt, "no summary: the state did not change")
 
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.DeleteThread(ctx, "t2")
 		})
 		_, err := st.GetThread(t.Context(), "t2", nil)
 		requireCode(t, err, graphserver.ENOTFOUND)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.DeleteThread(ctx, "t2") // missing: not an error
 		})
 	})
@@ -137,10 +138,10 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 	t.Run("ThreadSummary", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
-		sum := &graphserver.ThreadSummary{Values: json.RawMessage(`{"n":1}`), Error: json.RawMessage(`{"error":"E"}`),
+		sum := &driver.ThreadSummary{Values: json.RawMessage(`{"n":1}`), Error: json.RawMessage(`{"error":"E"}`),
 			Interrupts: map[string][]graphserver.Interrupt{"task": {{Value: "ask", ID: "i1"}}}}
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
-			return tx.UpdateThread(ctx, "t1", &graphserver.ThreadWrite{Now: at(5), Status: graphserver.ThreadInterrupted, Summary: sum})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.UpdateThread(ctx, "t1", &driver.ThreadWrite{Now: at(5), Status: graphserver.ThreadInterrupted, Summary: sum})
 		})
 		th := getThread(t, st, "t1")
 		require.Equal(t, graphserver.ThreadInterrupted, th.Status)
@@ -151,9 +152,9 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Equal(t, at(5), th.UpdatedAt)
 
 		// KeepValues: the error is written, values and interrupts stay.
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
-			return tx.UpdateThread(ctx, "t1", &graphserver.ThreadWrite{Now: at(6), Status: graphserver.ThreadError,
-				Summary: &graphserver.ThreadSummary{Error: json.RawMessage(`{"error":"F"}`)}, KeepValues: true})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.UpdateThread(ctx, "t1", &driver.ThreadWrite{Now: at(6), Status: graphserver.ThreadError,
+				Summary: &driver.ThreadSummary{Error: json.RawMessage(`{"error":"F"}`)}, KeepValues: true})
 		})
 		th = getThread(t, st, "t1")
 		require.Equal(t, graphserver.ThreadError, th.Status)
@@ -165,9 +166,9 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		_, err := st.CreateThread(t.Context(), &graphserver.Thread{ThreadID: "ttl", CreatedAt: at(0),
 			TTL: &graphserver.ThreadTTLInfo{Strategy: graphserver.PruneDelete, TTLMinutes: 1}}, graphserver.IfExistsRaise, nil)
 		require.NoError(t, err)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
-			return tx.UpdateThread(ctx, "ttl", &graphserver.ThreadWrite{Now: at(100), Status: graphserver.ThreadIdle,
-				Summary: &graphserver.ThreadSummary{}})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.UpdateThread(ctx, "ttl", &driver.ThreadWrite{Now: at(100), Status: graphserver.ThreadIdle,
+				Summary: &driver.ThreadSummary{}})
 		})
 		th, err = st.GetThread(t.Context(), "ttl", nil)
 		require.NoError(t, err)
@@ -179,10 +180,10 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		t.Parallel()
 		st := setup(t)
 		createThread(t, st, threadOpts{ID: "t2", Metadata: graphserver.Metadata{"owner": "bob"}})
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "p1", ThreadID: "t1", Webhook: "http://127.0.0.1:1/h"}), nil))
 			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "c1", ThreadID: "t1", CreatedAt: at(1)}),
-				&graphserver.RunClaim{Owner: "w", LeaseUntil: at(30)}))
+				&driver.RunClaim{Owner: "w", LeaseUntil: at(30)}))
 			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "p2", ThreadID: "t2"}), nil))
 			done := newRun(runOpts{ID: "d1", ThreadID: "t1"})
 			done.Status = graphserver.RunSuccess
@@ -221,7 +222,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 			held, err := tx.HeldRun(ctx, "c1", "w")
 			require.NoError(t, err)
-			require.Equal(t, graphserver.RunRef{RunID: "c1", ThreadID: "t1", Status: graphserver.RunRunning, Attempt: 1}, *held)
+			require.Equal(t, driver.RunRef{RunID: "c1", ThreadID: "t1", Status: graphserver.RunRunning, Attempt: 1}, *held)
 			_, err = tx.HeldRun(ctx, "c1", "other")
 			requireCode(t, err, graphserver.ENOTFOUND)
 			_, err = tx.HeldRun(ctx, "p1", "w")
@@ -241,13 +242,13 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		action, err := st.RenewRunLease(t.Context(), "c1", "w", at(40))
 		require.NoError(t, err)
 		require.Empty(t, action)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.SetRunCancel(ctx, "c1", graphserver.CancelRollback, at(2))
 		})
 		action, err = st.RenewRunLease(t.Context(), "c1", "w", at(40))
 		require.NoError(t, err)
 		require.Equal(t, graphserver.CancelRollback, action)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			expired, err := tx.ExpiredRuns(ctx, at(41))
 			require.NoError(t, err)
 			require.Len(t, expired, 1)
@@ -256,7 +257,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		})
 
 		// SetRunStatus clears the lease and the cancellation.
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			requireCode(t, tx.SetRunStatus(ctx, "missing", graphserver.RunError, at(3)), graphserver.ENOTFOUND)
 			return tx.SetRunStatus(ctx, "c1", graphserver.RunPending, at(3))
 		})
@@ -276,12 +277,12 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		require.Empty(t, action)
 
 		// DeleteRun takes the run's checkpoints; a missing run is not an error.
-		require.NoError(t, st.PutRunCheckpoint(t.Context(), "p1", "w2", &graphserver.CheckpointRecord{ThreadID: "t1", RunID: "p1",
+		require.NoError(t, st.PutRunCheckpoint(t.Context(), "p1", "w2", &driver.CheckpointRecord{ThreadID: "t1", RunID: "p1",
 			CheckpointID: "cp1", CreatedAt: at(5), ChannelVersions: map[string]string{"n": "1"},
-			NewBlobs: []graphserver.ChannelBlob{blob("n", "1", "", "1")}, Body: json.RawMessage(`{}`)}))
+			NewBlobs: []driver.ChannelBlob{blob("n", "1", "", "1")}, Body: json.RawMessage(`{}`)}))
 		_, err = st.GetCheckpoint(t.Context(), "t1", "", "cp1")
 		require.NoError(t, err)
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			require.NoError(t, tx.DeleteRun(ctx, "t1", "p1"))
 			return tx.DeleteRun(ctx, "t1", "p1")
 		})
@@ -291,7 +292,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		requireCode(t, err, graphserver.ENOTFOUND)
 
 		// DeleteThread takes the thread's runs.
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.DeleteThread(ctx, "t2")
 		})
 		_, err = st.GetRun(t.Context(), "", "p2", nil)
@@ -303,16 +304,16 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 		st := setup(t)
 		createAssistant(t, st, assistantOpts{ID: "a1"})
 		createCron(t, st, cronOpts{ID: "c1", NextRunDate: ptr(at(10))})
-		d := &graphserver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "http://127.0.0.1:1/h", Body: json.RawMessage(`{"a":1}`), NextAt: at(1)}
-		inTx(t, st, func(ctx context.Context, tx graphserver.Tx) error {
+		d := &driver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "http://127.0.0.1:1/h", Body: json.RawMessage(`{"a":1}`), NextAt: at(1)}
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			require.NoError(t, tx.InsertWebhook(ctx, d, at(0)))
 			again := *d
 			again.URL = "http://127.0.0.1:1/other"
 			require.NoError(t, tx.InsertWebhook(ctx, &again, at(0)), "a queued id is left as it is")
-			fired, err := tx.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
+			fired, err := tx.FireCron(ctx, &driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
 			require.NoError(t, err)
 			require.True(t, fired)
-			fired, err = tx.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
+			fired, err = tx.FireCron(ctx, &driver.CronFiring{CronID: "c1", Due: at(10), Next: ptr(at(20))})
 			require.NoError(t, err)
 			require.False(t, fired, "fired once")
 			return nil
@@ -328,8 +329,8 @@ func exerciseTx(t *testing.T, open func(t *testing.T) graphserver.Storage) {
 
 		// A firing in a transaction that fails is not claimed.
 		errStop := errors.New("stop")
-		require.ErrorIs(t, st.WithTx(t.Context(), func(ctx context.Context, tx graphserver.Tx) error {
-			fired, err := tx.FireCron(ctx, &graphserver.CronFiring{CronID: "c1", Due: at(20), Next: ptr(at(30))})
+		require.ErrorIs(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+			fired, err := tx.FireCron(ctx, &driver.CronFiring{CronID: "c1", Due: at(20), Next: ptr(at(30))})
 			require.NoError(t, err)
 			require.True(t, fired)
 			return errStop

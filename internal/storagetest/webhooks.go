@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphserver/graphserver/driver"
 	"github.com/stretchr/testify/require"
-
-	"github.com/graphserver/graphserver"
 )
 
 // exerciseWebhooks: the webhook outbox. Deliveries are claimed when due,
@@ -19,14 +18,14 @@ import (
 // ends; an attempt that failed is due again when UpdateWebhook says, one
 // that is done is deleted. Concurrent senders never claim one delivery
 // twice. The outbox outlives the run it reports on.
-func exerciseWebhooks(t *testing.T, open func(t *testing.T) graphserver.Storage) {
-	delivery := func(id string, next time.Time) *graphserver.WebhookDelivery {
-		return &graphserver.WebhookDelivery{ID: id, RunID: "r-" + id, URL: "https://example.com/hook/" + id,
+func exerciseWebhooks(t *testing.T, open func(t *testing.T) driver.Storage) {
+	delivery := func(id string, next time.Time) *driver.WebhookDelivery {
+		return &driver.WebhookDelivery{ID: id, RunID: "r-" + id, URL: "https://example.com/hook/" + id,
 			Body: json.RawMessage(fmt.Sprintf(`{"run_id":"r-%s"}`, id)), NextAt: next}
 	}
 	// ids lists the claimed ids, sorted: the order of a claim is not part
 	// of the contract, which deliveries it takes is.
-	ids := func(ds []*graphserver.WebhookDelivery) []string {
+	ids := func(ds []*driver.WebhookDelivery) []string {
 		out := []string{}
 		for _, d := range ds {
 			out = append(out, d.ID)
@@ -39,7 +38,7 @@ func exerciseWebhooks(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		t.Parallel()
 		st := open(t)
 		ctx := t.Context()
-		for _, d := range []*graphserver.WebhookDelivery{delivery("c", at(3)), delivery("a", at(1)), delivery("b", at(2)), delivery("later", at(50))} {
+		for _, d := range []*driver.WebhookDelivery{delivery("c", at(3)), delivery("a", at(1)), delivery("b", at(2)), delivery("later", at(50))} {
 			require.NoError(t, st.EnqueueWebhook(ctx, d))
 		}
 		ds, err := st.ClaimWebhooks(ctx, at(0), at(10), 10)
@@ -49,7 +48,7 @@ func exerciseWebhooks(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		ds, err = st.ClaimWebhooks(ctx, at(5), at(10), 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{"a", "b"}, ids(ds), "the oldest due first, at most limit")
-		i := slices.IndexFunc(ds, func(d *graphserver.WebhookDelivery) bool { return d.ID == "a" })
+		i := slices.IndexFunc(ds, func(d *driver.WebhookDelivery) bool { return d.ID == "a" })
 		require.Equal(t, "r-a", ds[i].RunID)
 		require.Equal(t, "https://example.com/hook/a", ds[i].URL)
 		require.JSONEq(t, `{"run_id":"r-a"}`, string(ds[i].Body))
@@ -151,8 +150,8 @@ func exerciseWebhooks(t *testing.T, open func(t *testing.T) graphserver.Storage)
 		ctx := t.Context()
 		createThread(t, st, threadOpts{ID: "t1"})
 		insertRun(t, st, runOpts{ID: "r1", ThreadID: "t1"})
-		require.NoError(t, st.WithTx(ctx, func(ctx context.Context, tx graphserver.Tx) error {
-			if err := tx.InsertWebhook(ctx, &graphserver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "https://example.com/h",
+		require.NoError(t, st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+			if err := tx.InsertWebhook(ctx, &driver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "https://example.com/h",
 				Body: json.RawMessage(`{}`), NextAt: at(1)}, at(1)); err != nil {
 				return err
 			}
@@ -165,7 +164,7 @@ func exerciseWebhooks(t *testing.T, open func(t *testing.T) graphserver.Storage)
 }
 
 // exercisePing: Ping answers on an open storage and reports a done context.
-func exercisePing(t *testing.T, open func(t *testing.T) graphserver.Storage) {
+func exercisePing(t *testing.T, open func(t *testing.T) driver.Storage) {
 	st := open(t)
 	require.NoError(t, st.Ping(t.Context()))
 	ctx, cancel := context.WithCancel(t.Context())

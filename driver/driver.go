@@ -1,13 +1,15 @@
-package graphserver
+package driver
 
 import (
 	"context"
 	"time"
+
+	"github.com/graphserver/graphserver/record"
 )
 
 // Storage is the persistence driver the Server runs on. Package sqlite
 // implements it; internal/storagetest holds the behaviour every driver must
-// show. Each method is atomic. Methods return *Error values: ENOTFOUND for a
+// show. Each method is atomic. Methods return *record.Error values: ENOTFOUND for a
 // missing resource or one hidden by the given Filter, ECONFLICT for an id
 // already taken, EINVALID for input the driver cannot store.
 //
@@ -51,10 +53,10 @@ type Tx interface {
 	// transaction ends (the rules take it first, so that the changes to one
 	// thread's runs apply one after the other), and locks the runs that
 	// ActiveRuns, SelectRuns and HeldRun return.
-	CheckThread(ctx context.Context, id string, filter Filter) error
+	CheckThread(ctx context.Context, id string, filter record.Filter) error
 	// InsertThread inserts t, stored as ThreadStorage.CreateThread stores
 	// it. ECONFLICT when the id is taken.
-	InsertThread(ctx context.Context, t *Thread) error
+	InsertThread(ctx context.Context, t *record.Thread) error
 	// UpdateThread applies w to thread id (see ThreadWrite). ENOTFOUND when
 	// the thread is missing.
 	UpdateThread(ctx context.Context, id string, w *ThreadWrite) error
@@ -65,16 +67,16 @@ type Tx interface {
 	// InsertRun inserts r with r.Status and attempt 0, or, when claim is
 	// non-nil, with status running, attempt 1 and a lease held by
 	// claim.Owner until claim.LeaseUntil. ECONFLICT when the id is taken.
-	InsertRun(ctx context.Context, r *Run, claim *RunClaim) error
+	InsertRun(ctx context.Context, r *record.Run, claim *RunClaim) error
 	// GetRun returns run runID with its Attempt. ENOTFOUND when missing.
-	GetRun(ctx context.Context, runID string) (*Run, error)
+	GetRun(ctx context.Context, runID string) (*record.Run, error)
 	// ActiveRuns lists the pending and running runs of a thread.
 	ActiveRuns(ctx context.Context, threadID string) ([]RunRef, error)
 	// SelectRuns lists the runs sel names: by sel.ThreadID and sel.RunIDs
 	// (runs of other threads are absent), or every run with status
 	// sel.Status (pending or running; "all" means both), whose thread's
 	// metadata matches filter.
-	SelectRuns(ctx context.Context, sel *RunCancelSelect, filter Filter) ([]RunRef, error)
+	SelectRuns(ctx context.Context, sel *record.RunCancelSelect, filter record.Filter) ([]RunRef, error)
 	// HeldRun returns run runID when owner holds it (status running, lease
 	// owner). ENOTFOUND when it does not.
 	HeldRun(ctx context.Context, runID, owner string) (*RunRef, error)
@@ -109,9 +111,9 @@ type ThreadWrite struct {
 	IfStatus string
 	// MergeMetadata's keys are set in the thread's metadata, each replacing
 	// the key's value as a whole.
-	MergeMetadata Metadata
+	MergeMetadata record.Metadata
 	// Config, when non-nil, replaces the thread's config.
-	Config Object
+	Config record.Object
 	// Summary, when non-nil, sets the thread's error (and, unless
 	// KeepValues, its values and interrupts), sets state_updated_at to Now
 	// and moves a TTL expiry to Now plus the thread's TTL. Summary.Status is
@@ -140,46 +142,47 @@ type AssistantStorage interface {
 	// CreateAssistant inserts a as version 1, with its version row. If the id
 	// is taken it returns ECONFLICT (also when filter hides the existing
 	// assistant), or with ifExists do_nothing the existing assistant.
-	CreateAssistant(ctx context.Context, a *Assistant, ifExists string, filter Filter) (*Assistant, error)
-	GetAssistant(ctx context.Context, id string, filter Filter) (*Assistant, error)
+	CreateAssistant(ctx context.Context, a *record.Assistant, ifExists string, filter record.Filter) (*record.Assistant, error)
+	GetAssistant(ctx context.Context, id string, filter record.Filter) (*record.Assistant, error)
 	// UpdateAssistant applies patch as a new version (max version + 1) and
 	// makes it current.
-	UpdateAssistant(ctx context.Context, id string, patch *AssistantPatch, now time.Time, filter Filter) (*Assistant, error)
+	UpdateAssistant(ctx context.Context, id string, patch *record.AssistantPatch, now time.Time, filter record.Filter) (*record.Assistant, error)
 	// DeleteAssistant deletes the assistant and its versions; with
 	// deleteThreads, also the threads whose metadata.assistant_id is id.
-	DeleteAssistant(ctx context.Context, id string, deleteThreads bool, filter Filter) error
+	DeleteAssistant(ctx context.Context, id string, deleteThreads bool, filter record.Filter) error
 	// SearchAssistants returns at most s.Limit+1 rows so callers can tell
 	// whether more exist.
-	SearchAssistants(ctx context.Context, s *AssistantSearch) ([]*Assistant, error)
-	CountAssistants(ctx context.Context, s *AssistantSearch) (int, error)
-	ListAssistantVersions(ctx context.Context, id string, s *AssistantVersionSearch) ([]*AssistantVersion, error)
+	SearchAssistants(ctx context.Context, s *record.AssistantSearch) ([]*record.Assistant, error)
+	CountAssistants(ctx context.Context, s *record.AssistantSearch) (int, error)
+	ListAssistantVersions(ctx context.Context, id string, s *record.AssistantVersionSearch) ([]*record.AssistantVersion, error)
 	// SetAssistantVersion copies version onto the assistant and makes it current.
-	SetAssistantVersion(ctx context.Context, id string, version int, now time.Time, filter Filter) (*Assistant, error)
+	SetAssistantVersion(ctx context.Context, id string, version int, now time.Time, filter record.Filter) (*record.Assistant, error)
 }
 
 // ThreadStorage persists threads.
 type ThreadStorage interface {
-	// CreateThread inserts t. If the id exists it returns ECONFLICT, or with
-	// ifExists do_nothing the existing thread.
-	CreateThread(ctx context.Context, t *Thread, ifExists string, filter Filter) (*Thread, error)
-	GetThread(ctx context.Context, id string, filter Filter) (*Thread, error)
+	// CreateThread inserts t as given: the Server decides every field
+	// (status, timestamps, TTL strategy and expiry). If the id exists it
+	// returns ECONFLICT, or with ifExists do_nothing the existing thread.
+	CreateThread(ctx context.Context, t *record.Thread, ifExists string, filter record.Filter) (*record.Thread, error)
+	GetThread(ctx context.Context, id string, filter record.Filter) (*record.Thread, error)
 	// UpdateThread merges patch.Metadata into the thread's metadata and sets
 	// its TTL when given.
-	UpdateThread(ctx context.Context, id string, patch *ThreadPatch, now time.Time, filter Filter) (*Thread, error)
+	UpdateThread(ctx context.Context, id string, patch *record.ThreadPatch, now time.Time, filter record.Filter) (*record.Thread, error)
 	// DeleteThread deletes the thread with its checkpoints (and runs, once
 	// runs exist).
-	DeleteThread(ctx context.Context, id string, filter Filter) error
+	DeleteThread(ctx context.Context, id string, filter record.Filter) error
 	// SearchThreads returns at most s.Limit+1 rows.
-	SearchThreads(ctx context.Context, s *ThreadSearch) ([]*Thread, error)
-	CountThreads(ctx context.Context, s *ThreadSearch) (int, error)
+	SearchThreads(ctx context.Context, s *record.ThreadSearch) ([]*record.Thread, error)
+	CountThreads(ctx context.Context, s *record.ThreadSearch) (int, error)
 	// CopyThread creates thread newID with the source's metadata, config,
 	// values and every checkpoint (rewritten to the new id). ENOTFOUND when the
 	// source is missing or hidden.
-	CopyThread(ctx context.Context, sourceID, newID string, now time.Time, filter Filter) (*Thread, error)
+	CopyThread(ctx context.Context, sourceID, newID string, now time.Time, filter record.Filter) (*record.Thread, error)
 	// PruneThreads deletes the threads (strategy delete) or all but their
 	// latest root checkpoint (keep_latest) and returns how many threads it
 	// pruned; missing ids are not counted.
-	PruneThreads(ctx context.Context, ids []string, strategy string, filter Filter) (int, error)
+	PruneThreads(ctx context.Context, ids []string, strategy string, filter record.Filter) (int, error)
 	// SweepExpiredThreads applies the TTL strategy (delete or keep_latest)
 	// of up to limit threads whose TTL expired at now and that have no run
 	// in flight, and returns how many it swept. A keep_latest thread's TTL is
