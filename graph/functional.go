@@ -342,12 +342,7 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		// it finished in an earlier execution of the caller (LangGraph's
 		// _call returns the RETURN write of next_task.writes)
 		sc.mu.Unlock()
-		var v any
-		for _, w := range t.writes {
-			if w.ch == chReturn {
-				v = w.v
-			}
-		}
+		v, _ := returned(t.writes)
 		fut.resolve(v, nil)
 		return fut
 	}
@@ -360,12 +355,7 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		// step as if it had run (LangGraph's cached writes are put too)
 		sc.mu.Unlock()
 		err := r.putWrites(sc.ctx, tr.cs, t)
-		var v any
-		for _, w := range t.writes {
-			if w.ch == chReturn {
-				v = w.v
-			}
-		}
+		v, _ := returned(t.writes)
 		fut.resolve(v, err)
 		return fut
 	}
@@ -376,6 +366,17 @@ func (tr *taskRuntime) startCall(name string, opts *node, in any, run func(conte
 		sc.finish(r.execCall(sc.ctx, sc, tr.cs, t, tr.step))
 	}()
 	return fut
+}
+
+// returned is the result of a task call among its writes (LangGraph's
+// RETURN write), and whether there is one.
+func returned(writes []write) (any, bool) {
+	for _, w := range writes {
+		if w.ch == chReturn {
+			return w.v, true
+		}
+	}
+	return nil, false
 }
 
 // execCall runs the task of a call (retried by its policies), streams its

@@ -63,11 +63,8 @@ func (g *Compiled) stateTaskResult(writes []write) any {
 // channel several times, or null when it wrote none; for a graph whose
 // state is one root value, the value written.
 func (g *Compiled) outputUpdates(writes []write) any {
-	for _, w := range writes {
-		if w.ch == chReturn {
-			// a task call: its result (LangGraph's RETURN write)
-			return w.v
-		}
+	if v, ok := returned(writes); ok {
+		return v // a task call: its result
 	}
 	var updated []any
 	if g.root {
