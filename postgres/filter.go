@@ -201,19 +201,6 @@ func limitOffset(limit, offset int, plusOne bool) (string, []any) {
 	return " LIMIT ? OFFSET ?", []any{limit, max(offset, 0)}
 }
 
-// nullRaw renders an optional raw JSON value: empty gives NULL. Invalid
-// JSON is EINVALID.
-func nullRaw(r json.RawMessage) (*string, error) {
-	if len(r) == 0 {
-		return nil, nil
-	}
-	if !json.Valid(r) {
-		return nil, graphserver.Errorf(graphserver.EINVALID, "The value is not valid JSON.")
-	}
-	s := string(r)
-	return &s, nil
-}
-
 // rawOrNil reads an optional JSON column: NULL gives nil.
 func rawOrNil(s *string) json.RawMessage {
 	if s == nil {

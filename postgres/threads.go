@@ -158,27 +158,7 @@ const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `) VALUES (?
 // threadInsertArgs are the arguments of insertThreadQuery for t, stored as
 // given (the Server decides every field).
 func threadInsertArgs(t *graphserver.Thread) ([]any, error) {
-	metadata, err := jsoncol.Object(t.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	config, err := jsoncol.Object(t.Config)
-	if err != nil {
-		return nil, err
-	}
-	tctx, err := jsoncol.Object(t.Context)
-	if err != nil {
-		return nil, err
-	}
-	values, err := nullRaw(t.Values)
-	if err != nil {
-		return nil, err
-	}
-	errv, err := nullRaw(t.Error)
-	if err != nil {
-		return nil, err
-	}
-	interrupts, err := jsoncol.Value(jsoncol.Interrupts(t.Interrupts))
+	c, err := jsoncol.Thread(t)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +168,8 @@ func threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 	if t.TTL != nil {
 		ttlStrategy, ttlMinutes, ttlExpires = &t.TTL.Strategy, &t.TTL.TTLMinutes, t.TTL.ExpiresAt
 	}
-	return []any{t.ThreadID, t.CreatedAt, t.UpdatedAt, t.StateUpdatedAt, metadata, config, tctx, t.Status,
-		values, interrupts, errv, ttlStrategy, ttlMinutes, ttlExpires}, nil
+	return []any{t.ThreadID, t.CreatedAt, t.UpdatedAt, t.StateUpdatedAt, c.Metadata, c.Config, c.Context, t.Status,
+		c.Values, c.Interrupts, c.Error, ttlStrategy, ttlMinutes, ttlExpires}, nil
 }
 
 // GetThread implements driver.ThreadStorage.

@@ -129,7 +129,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 		args = append(args, c)
 	}
 	if s := w.Summary; s != nil {
-		errv, err := nullRaw(s.Error)
+		errv, err := jsoncol.Raw(s.Error)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 			"ttl_expires_at = CASE WHEN ttl_minutes IS NULL THEN ttl_expires_at ELSE ?::timestamptz + ttl_minutes * interval '1 minute' END")
 		args = append(args, errv, w.Now, w.Now)
 		if !w.KeepValues {
-			values, err := nullRaw(s.Values)
+			values, err := jsoncol.Raw(s.Values)
 			if err != nil {
 				return err
 			}

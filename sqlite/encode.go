@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // formatTime renders t for a timestamp column (see TimeFormat).
@@ -43,16 +44,18 @@ func parseNullTime(s sql.NullString) (*time.Time, error) {
 	return &t, nil
 }
 
-// nullRaw renders an optional raw JSON value: empty gives NULL. Invalid JSON
-// is EINVALID.
+// nullRaw is jsoncol.Raw as a nullable column.
 func nullRaw(r json.RawMessage) (sql.NullString, error) {
-	if len(r) == 0 {
-		return sql.NullString{}, nil
+	s, err := jsoncol.Raw(r)
+	return nullString(s), err
+}
+
+// nullString is s as a nullable column: nil is NULL.
+func nullString(s *string) sql.NullString {
+	if s == nil {
+		return sql.NullString{}
 	}
-	if !json.Valid(r) {
-		return sql.NullString{}, graphserver.Errorf(graphserver.EINVALID, "The value is not valid JSON.")
-	}
-	return sql.NullString{String: string(r), Valid: true}, nil
+	return sql.NullString{String: *s, Valid: true}
 }
 
 // rawOrNil reads an optional raw JSON column: NULL gives nil.

@@ -151,27 +151,7 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 // newThreadRow is the row CreateThread stores for t: what the thread reads
 // back as, without reading it.
 func newThreadRow(t *graphserver.Thread) (*threadRow, error) {
-	metadata, err := jsoncol.Object(t.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	config, err := jsoncol.Object(t.Config)
-	if err != nil {
-		return nil, err
-	}
-	tctx, err := jsoncol.Object(t.Context)
-	if err != nil {
-		return nil, err
-	}
-	values, err := nullRaw(t.Values)
-	if err != nil {
-		return nil, err
-	}
-	errv, err := nullRaw(t.Error)
-	if err != nil {
-		return nil, err
-	}
-	interrupts, err := jsoncol.Value(jsoncol.Interrupts(t.Interrupts))
+	c, err := jsoncol.Thread(t)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +163,8 @@ func newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 		ttlExpires = nullTime(t.TTL.ExpiresAt)
 	}
 	return &threadRow{ThreadID: t.ThreadID, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
-		StateUpdatedAt: formatTime(t.StateUpdatedAt), Metadata: metadata, Config: config, Context: tctx, Status: t.Status,
-		Values: values, Interrupts: interrupts, Error: errv, TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}, nil
+		StateUpdatedAt: formatTime(t.StateUpdatedAt), Metadata: c.Metadata, Config: c.Config, Context: c.Context, Status: t.Status,
+		Values: nullString(c.Values), Interrupts: c.Interrupts, Error: nullString(c.Error), TTLStrategy: ttlStrategy, TTLMinutes: ttlMinutes, TTLExpiresAt: ttlExpires}, nil
 }
 
 // insertThreadRow inserts row in tx; ECONFLICT when its id is taken. It is

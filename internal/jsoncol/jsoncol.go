@@ -52,3 +52,47 @@ func Interrupts(m map[string][]graphserver.Interrupt) map[string][]graphserver.I
 	}
 	return m
 }
+
+// Raw checks an optional raw JSON value for a nullable column: nil for an
+// absent value (NULL), EINVALID when it is not valid JSON.
+func Raw(r json.RawMessage) (*string, error) {
+	if len(r) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(r) {
+		return nil, graphserver.Errorf(graphserver.EINVALID, "The value is not valid JSON.")
+	}
+	s := string(r)
+	return &s, nil
+}
+
+// ThreadColumns are a thread's JSON columns as both drivers store them.
+type ThreadColumns struct {
+	Metadata, Config, Context, Interrupts string
+	Values, Error                         *string // nil: NULL
+}
+
+// Thread encodes t's JSON columns.
+func Thread(t *graphserver.Thread) (*ThreadColumns, error) {
+	var c ThreadColumns
+	var err error
+	if c.Metadata, err = Object(t.Metadata); err != nil {
+		return nil, err
+	}
+	if c.Config, err = Object(t.Config); err != nil {
+		return nil, err
+	}
+	if c.Context, err = Object(t.Context); err != nil {
+		return nil, err
+	}
+	if c.Values, err = Raw(t.Values); err != nil {
+		return nil, err
+	}
+	if c.Error, err = Raw(t.Error); err != nil {
+		return nil, err
+	}
+	if c.Interrupts, err = Value(Interrupts(t.Interrupts)); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}

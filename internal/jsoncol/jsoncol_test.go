@@ -47,3 +47,18 @@ func TestInterruptsNeverNil(t *testing.T) {
 	m := map[string][]graphserver.Interrupt{"t": {{ID: "i"}}}
 	require.Equal(t, m, jsoncol.Interrupts(m))
 }
+
+func TestThreadColumns(t *testing.T) {
+	c, err := jsoncol.Thread(&graphserver.Thread{Metadata: graphserver.Metadata{"a": "b"}, Values: []byte(`{"x":1}`)})
+	require.NoError(t, err)
+	require.Equal(t, `{"a":"b"}`, c.Metadata)
+	require.Equal(t, "{}", c.Config)
+	require.Equal(t, "{}", c.Interrupts)
+	require.Equal(t, `{"x":1}`, *c.Values)
+	require.Nil(t, c.Error, "absent: NULL")
+
+	_, err = jsoncol.Thread(&graphserver.Thread{Error: []byte(`{bad`)})
+	var e *graphserver.Error
+	require.True(t, errors.As(err, &e))
+	require.Equal(t, graphserver.EINVALID, e.Code)
+}
