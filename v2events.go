@@ -564,6 +564,25 @@ func (f *threadFeed) appendV2(h *threadHub, id feedID, event string, data json.R
 	}
 }
 
+// runStart returns the position of the root lifecycle "running" event of
+// run runID, or the end of the events when the run has not started in
+// them (its events all come later); the feed's mutex is held.
+func (l *v2Log) runStart(runID string) int {
+	for i, e := range slices.Backward(l.events) {
+		if e.ev.Method != ChannelLifecycle || len(e.ev.Namespace) > 0 {
+			continue
+		}
+		var d struct {
+			Event string `json:"event"`
+			RunID string `json:"run_id"`
+		}
+		if json.Unmarshal(e.ev.Data, &d) == nil && d.Event == "running" && d.RunID == runID {
+			return l.base + i
+		}
+	}
+	return l.base + len(l.events)
+}
+
 // dropV2 removes the n oldest thread events; f.mu is held.
 func (f *threadFeed) dropV2(n int) {
 	clear(f.v2.events[:n])
@@ -756,6 +775,18 @@ func (s *Server) SubscribeThreadEvents(ctx context.Context, threadID string, req
 	if err := s.rq.catchUp(ctx, id); err != nil {
 		return nil, err
 	}
+	// From a stored log, a run's events reach the feed once it executes:
+	// the latest run may not be in it yet, and is looked up.
+	latest := ""
+	if hub.stored && req.Since == nil {
+		runs, err := s.storage.ListRuns(ctx, id, &RunSearch{Limit: 1})
+		if err != nil && ErrorCode(err) != ENOTFOUND {
+			return nil, err
+		}
+		if len(runs) > 0 {
+			latest = runs[0].RunID
+		}
+	}
 	st := &ThreadEventStream{ThreadID: id, s: s, req: req, since: -1}
 	hub.mu.Lock()
 	f := hub.feed(id)
@@ -765,6 +796,8 @@ func (s *Server) SubscribeThreadEvents(ctx context.Context, threadID string, req
 	case req.Since != nil:
 		st.since = *req.Since
 		st.pos = f.v2.base + sort.Search(len(f.v2.events), func(i int) bool { return f.v2.events[i].ev.Seq > st.since })
+	case latest != "":
+		st.pos = f.v2.runStart(latest)
 	default:
 		st.pos = max(f.v2.session, f.v2.base)
 	}

@@ -344,3 +344,27 @@ func TestWebSocketReconnectAcrossProcesses(t *testing.T) {
 		onB.CloseNow()
 	}
 }
+
+// TestThreadEventsLatestRunAcrossProcesses: a protocol-v2 subscription
+// without since starts at the thread's latest run, from its start (as the
+// JS SDK subscribes after run.start), on a process that has not seen the
+// run start yet: not at the run before it, whose events are in the log.
+func TestThreadEventsLatestRunAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	requireURL(t)
+	c := newCluster(t, 2, time.Hour)
+	a, b := c.srvs[0], c.srvs[1]
+	ctx := c.ctx
+	th, err := a.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	_, err = a.WaitRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "counter", Input: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	run, err := a.CreateRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	st, err := b.SubscribeThreadEvents(ctx, th.ThreadID, graphserver.ThreadEventsRequest{Channels: []string{graphserver.ChannelLifecycle, graphserver.ChannelValues}})
+	require.NoError(t, err)
+	got := v2Items(ctx, st)
+	c.started(t)
+	require.Equal(t, []string{`lifecycle {"event":"running","run_id":"` + run.RunID + `"}`, `values {"n":1}`}, readN(t, got, 2))
+	c.block.Release()
+}
