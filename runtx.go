@@ -237,15 +237,22 @@ func dropTemporaryThread(ctx context.Context, tx driver.Tx, run *Run) error {
 // settleThread sets a busy thread with no pending or running run left to
 // idle.
 func settleThread(ctx context.Context, tx driver.Tx, threadID string, now time.Time) error {
+	_, err := settleThreadActive(ctx, tx, threadID, now)
+	return err
+}
+
+// settleThreadActive is settleThread, reporting whether the thread has a
+// pending or running run left.
+func settleThreadActive(ctx context.Context, tx driver.Tx, threadID string, now time.Time) (bool, error) {
 	active, err := tx.ActiveRuns(ctx, threadID)
 	if err != nil || len(active) > 0 {
-		return err
+		return len(active) > 0, err
 	}
 	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: ThreadIdle, IfStatus: ThreadBusy})
 	if ErrorCode(err) == ENOTFOUND {
-		return nil
+		return false, nil
 	}
-	return err
+	return false, err
 }
 
 // threadStatus is the status a thread gets after a run or a state update:
@@ -262,18 +269,19 @@ func threadStatus(ctx context.Context, tx driver.Tx, threadID, status string) (s
 }
 
 // writeSummary records a thread's summary after a run: the status is busy
-// while other runs of the thread are pending or running. A missing thread
-// is not an error.
-func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time) error {
+// while other runs of the thread are pending or running, which it reports.
+// A missing thread is not an error.
+func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time) (bool, error) {
 	status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
 	if err != nil {
-		return err
+		return false, err
 	}
+	busy := status == ThreadBusy
 	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: status, Summary: sum, KeepValues: keepValues})
 	if ErrorCode(err) == ENOTFOUND {
-		return nil
+		return busy, nil
 	}
-	return err
+	return busy, err
 }
 
 // setThreadSummary records a thread's latest values, interrupts, status
@@ -296,7 +304,16 @@ func setThreadSummary(ctx context.Context, st driver.Storage, threadID string, s
 // finishRun records the end of a run owner holds, in one transaction: see
 // RunFinish. ENOTFOUND when owner no longer holds the run.
 func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) error {
-	return st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+	_, err := finishRunActive(ctx, st, f)
+	return err
+}
+
+// finishRunActive is finishRun, reporting whether the run's thread has a
+// pending or running run left (one the dispatcher may claim now).
+func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish) (bool, error) {
+	left := false
+	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		left = false
 		held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
 		if err != nil {
 			return err
@@ -320,11 +337,11 @@ func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) erro
 				return err
 			}
 		case f.Summary != nil:
-			if err := writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now); err != nil {
+			if left, err = writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now); err != nil {
 				return err
 			}
 		default:
-			if err := settleThread(ctx, tx, threadID, f.Now); err != nil {
+			if left, err = settleThreadActive(ctx, tx, threadID, f.Now); err != nil {
 				return err
 			}
 		}
@@ -333,6 +350,7 @@ func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) erro
 		}
 		return nil
 	})
+	return left, err
 }
 
 // maxAttemptsError is the thread error of a run that ran out of attempts.
@@ -421,7 +439,7 @@ func sweepRuns(ctx context.Context, tx driver.Tx, rows []driver.RunRef, now time
 				return nil, err
 			}
 			sum := &driver.ThreadSummary{Status: ThreadError, Error: maxAttemptsError}
-			if err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
+			if _, err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
 				return nil, err
 			}
 		default:
