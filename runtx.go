@@ -19,7 +19,7 @@ import (
 
 // insertRun inserts r after checking its thread (see RunInsert): a missing
 // thread gives ENOTFOUND unless opts.CreateThread is set, then that thread
-// is inserted. When the thread has pending or running runs, the multitask
+// is inserted (at once, without looking for it, when opts.NewThread). When the thread has pending or running runs, the multitask
 // strategy r.MultitaskStrategy applies: reject gives ECONFLICT (with
 // MultitaskRejectMessage); interrupt and rollback cancel them (as
 // cancelRuns does) and report them; enqueue leaves them. The thread is
@@ -43,11 +43,17 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 				return errCronFired(opts.Cron)
 			}
 		}
-		inserted := false
-		if err := tx.CheckThread(ctx, r.ThreadID, opts.Filter); ErrorCode(err) == ENOTFOUND {
-			if opts.CreateThread == nil {
+		// A thread id made for this run (NewThread) is nobody's yet.
+		inserted := opts.NewThread && opts.CreateThread != nil
+		if !inserted {
+			err := tx.CheckThread(ctx, r.ThreadID, opts.Filter)
+			if ErrorCode(err) == ENOTFOUND && opts.CreateThread != nil {
+				inserted = true
+			} else if err != nil {
 				return err
 			}
+		}
+		if inserted {
 			// Inserted as the update below would leave it: busy, with the
 			// metadata and config of the run.
 			t := *opts.CreateThread
@@ -61,9 +67,6 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 			if err := tx.InsertThread(ctx, &t); err != nil {
 				return err
 			}
-			inserted = true
-		} else if err != nil {
-			return err
 		}
 		var active []driver.RunRef
 		if !inserted { // a thread inserted just now has no runs
