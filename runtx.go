@@ -317,22 +317,9 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 	left := false
 	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		left = false
-		held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
+		threadID, err := endHeldRun(ctx, tx, f)
 		if err != nil {
 			return err
-		}
-		threadID := held.ThreadID
-		switch {
-		case f.Delete:
-			if err := tx.DeleteRun(ctx, threadID, f.RunID); err != nil {
-				return err
-			}
-		case f.DeleteThread:
-			// The run goes with its thread below.
-		default:
-			if err := tx.SetRunStatus(ctx, f.RunID, f.Status, f.Now); err != nil {
-				return err
-			}
 		}
 		switch {
 		case f.DeleteThread:
@@ -354,6 +341,28 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 		return nil
 	})
 	return left, err
+}
+
+// endHeldRun checks that f.Owner holds the run and ends its row as f says
+// (status set, deleted, or left to go with its thread), in one statement
+// when the driver can (driver.HeldRunEnder). It returns the run's thread.
+func endHeldRun(ctx context.Context, tx driver.Tx, f *driver.RunFinish) (string, error) {
+	if e, ok := tx.(driver.HeldRunEnder); ok && !f.Delete && !f.DeleteThread {
+		return e.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
+	}
+	held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case f.Delete:
+		err = tx.DeleteRun(ctx, held.ThreadID, f.RunID)
+	case f.DeleteThread:
+		// The run goes with its thread.
+	default:
+		err = tx.SetRunStatus(ctx, f.RunID, f.Status, f.Now)
+	}
+	return held.ThreadID, err
 }
 
 // maxAttemptsError is the thread error of a run that ran out of attempts.
