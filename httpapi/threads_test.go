@@ -90,10 +90,18 @@ func TestThreads(t *testing.T) {
 	}
 }
 
+// TestThreadIDIsUUID: the server names a thread with a UUIDv7, as the
+// LangGraph JS server does (the Python one mints v4; wire-contract.md, IDs),
+// so that an id minted later sorts after the earlier ones.
 func TestThreadIDIsUUID(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
-	th, err := srv.CreateThread(t.Context(), graphserver.ThreadCreate{})
+	uuidv7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	first, err := srv.CreateThread(t.Context(), graphserver.ThreadCreate{})
 	require.NoError(t, err)
-	require.Regexp(t, regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`), th.ThreadID)
+	require.Regexp(t, uuidv7, first.ThreadID)
+	copied, err := srv.CopyThread(t.Context(), first.ThreadID)
+	require.NoError(t, err)
+	require.Regexp(t, uuidv7, copied.ThreadID)
+	require.Less(t, first.ThreadID, copied.ThreadID)
 }

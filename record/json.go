@@ -1,9 +1,6 @@
 package record
 
-import (
-	"encoding/json"
-	"maps"
-)
+import "maps"
 
 // Object is a JSON object. A nil Object encodes as {} (never null), because
 // the LangGraph API gives every object field a {} default.
@@ -15,10 +12,7 @@ type Metadata = Object
 
 // MarshalJSON encodes a nil Object as {}.
 func (o Object) MarshalJSON() ([]byte, error) {
-	if o == nil {
-		return []byte("{}"), nil
-	}
-	return json.Marshal(map[string]any(o))
+	return o.AppendJSON(nil)
 }
 
 // Clone returns a shallow copy of o; a nil o gives an empty, non-nil Object.

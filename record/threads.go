@@ -27,11 +27,73 @@ type Thread struct {
 
 // MarshalJSON writes a nil Interrupts map as {} as the LangGraph API requires.
 func (t Thread) MarshalJSON() ([]byte, error) {
-	type plain Thread
-	if t.Interrupts == nil {
-		t.Interrupts = map[string][]Interrupt{}
+	return t.AppendJSON(make([]byte, 0, 512))
+}
+
+// AppendJSON appends t's JSON encoding (MarshalJSON's) to b; a nil t is
+// null. It builds the object field by field: a thread is the answer of the
+// busiest thread routes, and json.Marshal would encode it by reflection
+// and then copy and check the result once more.
+func (t *Thread) AppendJSON(b []byte) ([]byte, error) {
+	if t == nil {
+		return append(b, "null"...), nil
 	}
-	return json.Marshal(plain(t))
+	var err error
+	b = append(b, `{"thread_id":`...)
+	b = appendJSONString(b, t.ThreadID)
+	b = append(b, `,"created_at":`...)
+	if b, err = appendJSONTime(b, t.CreatedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"updated_at":`...)
+	if b, err = appendJSONTime(b, t.UpdatedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"state_updated_at":`...)
+	if b, err = appendJSONTime(b, t.StateUpdatedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"metadata":`...)
+	if b, err = t.Metadata.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"config":`...)
+	if b, err = t.Config.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"context":`...)
+	if b, err = t.Context.AppendJSON(b); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, t.Status)
+	b = append(b, `,"values":`...)
+	if b, err = appendJSONRaw(b, t.Values); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"interrupts":`...)
+	if len(t.Interrupts) == 0 {
+		b = append(b, '{', '}')
+	} else if b, err = appendMarshal(b, t.Interrupts); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"error":`...)
+	if b, err = appendJSONRaw(b, t.Error); err != nil {
+		return nil, err
+	}
+	if t.TTL != nil {
+		b = append(b, `,"ttl":`...)
+		if b, err = appendMarshal(b, t.TTL); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.Extracted) > 0 {
+		b = append(b, `,"extracted":`...)
+		if b, err = appendJSONMap(b, t.Extracted, 0); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // ThreadTTL asks for a thread to expire after Minutes of inactivity.

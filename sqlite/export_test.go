@@ -84,3 +84,10 @@ func (db *DB) CheckpointForms(ctx context.Context, threadID string) ([]string, e
 		ORDER BY checkpoint_id`, threadID)
 	return out, err
 }
+
+// TraceStatements calls fn with the text of every statement the caching
+// connections of every DB run, until the returned function is called.
+func TraceStatements(fn func(query string)) (stop func()) {
+	stmtTrace.Store(&fn)
+	return func() { stmtTrace.Store(nil) }
+}

@@ -1,0 +1,160 @@
+package record_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver/record"
+)
+
+// jsonValues are values of every kind AppendJSON encodes itself, and some
+// it leaves to json.Marshal, with the strings encoding/json escapes.
+var jsonValues = []any{
+	nil, true, false, "", "plain", `quote " backslash \ slash /`, "<b>&amp;</b>", "tab\tnew\nline\rcr\bbs\fff\x00\x1f\x7f",
+	"é ü 漢字 🎉", "line\u2028sep\u2029para", "bad \xff utf8 \xe2\x80", float64(0), math.Copysign(0, -1), 1.0, -1.5, 1e20, 1e21,
+	123456789012345680000.0, 1e-6, 1e-7, -2.5e-9, 1.7976931348623157e308, 5e-324, 0.1, 3, int64(-7), []any{}, []any(nil),
+	[]any{1.0, "x", nil, []any{true}}, map[string]any{}, map[string]any(nil), record.Object(nil), record.Object{"z": 1.0},
+	map[string]any{"b": 1.0, "a": map[string]any{"<k>": "v", "": []any{}}, "A": "upper", "é": "accent", "a\x00": 0.0},
+	[]string{"typed", "slice"}, struct {
+		X int `json:"x"`
+	}{1}, json.RawMessage(` { "raw" : [1, 2] } `), time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+}
+
+// TestObjectAppendJSON checks that an Object encodes byte for byte as
+// json.Marshal encodes the same map.
+func TestObjectAppendJSON(t *testing.T) {
+	t.Parallel()
+	for i, v := range jsonValues {
+		o := record.Object{"v": v, "n": i, "nested": map[string]any{"v": v, "list": []any{v, v}}}
+		want, err := json.Marshal(map[string]any{"v": v, "n": i, "nested": map[string]any{"v": v, "list": []any{v, v}}})
+		require.NoError(t, err)
+		got, err := o.AppendJSON([]byte("prefix"))
+		require.NoError(t, err)
+		require.Equal(t, "prefix"+string(want), string(got), "value %d: %#v", i, v)
+		got, err = json.Marshal(o)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+	got, err := record.Object(nil).AppendJSON(nil)
+	require.NoError(t, err)
+	require.Equal(t, "{}", string(got))
+
+	for _, bad := range []any{math.NaN(), math.Inf(1), make(chan int)} {
+		_, err := record.Object{"x": bad}.AppendJSON(nil)
+		_, want := json.Marshal(map[string]any{"x": bad})
+		require.Equal(t, want.Error(), err.Error())
+	}
+	// A cyclic value is json.Marshal's error, not a stack overflow.
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	_, err = record.Object(cyclic).AppendJSON(nil)
+	require.Error(t, err)
+}
+
+// plainThread is record.Thread encoded by reflection, as before
+// Thread.AppendJSON.
+type plainThread struct {
+	ThreadID       string                        `json:"thread_id"`
+	CreatedAt      time.Time                     `json:"created_at"`
+	UpdatedAt      time.Time                     `json:"updated_at"`
+	StateUpdatedAt time.Time                     `json:"state_updated_at"`
+	Metadata       map[string]any                `json:"metadata"`
+	Config         map[string]any                `json:"config"`
+	Context        map[string]any                `json:"context"`
+	Status         string                        `json:"status"`
+	Values         json.RawMessage               `json:"values"`
+	Interrupts     map[string][]record.Interrupt `json:"interrupts"`
+	Error          json.RawMessage               `json:"error"`
+	TTL            *record.ThreadTTLInfo         `json:"ttl,omitempty"`
+	Extracted      map[string]any                `json:"extracted,omitempty"`
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func TestThreadAppendJSON(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 3, 53, 9, 123456000, time.UTC)
+	exp := now.Add(time.Hour)
+	threads := []record.Thread{
+		{ThreadID: "1f0c2b9e-0000-7000-8000-000000000001", CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now, Status: "idle"},
+		{ThreadID: "<id>&", CreatedAt: now.In(time.FixedZone("x", 5*3600+30*60)), UpdatedAt: now.Truncate(time.Second),
+			StateUpdatedAt: time.Time{}, Metadata: record.Object{"graph_id": "echo", "owner": "<ann>"}, Config: record.Object{"configurable": map[string]any{"k": 1.0}},
+			Context: record.Object{}, Status: "interrupted", Values: json.RawMessage("{\n  \"messages\": [ \"<hi>\", \"\u2028\" ]\n}"),
+			Interrupts: map[string][]record.Interrupt{"task": {{Value: "v", ID: "i"}}}, Error: json.RawMessage(`{"error": "E", "message": "m"}`),
+			TTL: &record.ThreadTTLInfo{Strategy: "delete", TTLMinutes: 1.5, ExpiresAt: &exp}, Extracted: map[string]any{"last": nil, "a": []any{1.0}}},
+		{ThreadID: "x", Values: json.RawMessage("null"), Interrupts: map[string][]record.Interrupt{}, Extracted: map[string]any{}},
+	}
+	for i, th := range threads {
+		want, err := json.Marshal(plainThread{th.ThreadID, th.CreatedAt, th.UpdatedAt, th.StateUpdatedAt, orEmpty(th.Metadata), orEmpty(th.Config),
+			orEmpty(th.Context), th.Status, th.Values, func() map[string][]record.Interrupt {
+				if th.Interrupts == nil {
+					return map[string][]record.Interrupt{}
+				}
+				return th.Interrupts
+			}(), th.Error, th.TTL, th.Extracted})
+		require.NoError(t, err)
+		got, err := json.Marshal(th)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "thread %d", i)
+		got, err = th.AppendJSON(nil)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "thread %d", i)
+	}
+	got, err := (*record.Thread)(nil).AppendJSON(nil)
+	require.NoError(t, err)
+	require.Equal(t, "null", string(got))
+
+	_, err = (&record.Thread{Values: json.RawMessage(`{bad`)}).AppendJSON(nil)
+	require.Error(t, err)
+	_, err = (&record.Thread{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}).AppendJSON(nil)
+	require.Error(t, err)
+}
+
+func TestItemAppendJSON(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 3, 53, 9, 123000000, time.UTC)
+	score := 0.25
+	for i, it := range []record.SearchItem{
+		{Item: record.Item{Namespace: []string{"a", "<b>"}, Key: "k&", Value: record.Object{"text": "the quick brown fox", "n": 1.0}, CreatedAt: now, UpdatedAt: now}},
+		{Item: record.Item{Namespace: []string{}, Key: "k"}, Score: &score},
+		{},
+	} {
+		type plainItem struct {
+			Namespace []string       `json:"namespace"`
+			Key       string         `json:"key"`
+			Value     map[string]any `json:"value"`
+			CreatedAt time.Time      `json:"created_at"`
+			UpdatedAt time.Time      `json:"updated_at"`
+		}
+		plain := plainItem{it.Namespace, it.Key, orEmpty(it.Value), it.CreatedAt, it.UpdatedAt}
+		want, err := json.Marshal(plain)
+		require.NoError(t, err)
+		got, err := it.Item.AppendJSON(nil)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "item %d", i)
+
+		want, err = json.Marshal(struct {
+			plainItem
+			Score *float64 `json:"score"`
+		}{plain, it.Score})
+		require.NoError(t, err)
+		got, err = it.AppendJSON(nil)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "search item %d", i)
+		got, err = json.Marshal(it)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "search item %d", i)
+	}
+	got, err := (*record.Item)(nil).AppendJSON(nil)
+	require.NoError(t, err)
+	require.Equal(t, "null", string(got))
+}
