@@ -34,6 +34,11 @@ type itemRow struct {
 
 const itemColumns = `id, namespace, key, value, created_at, updated_at, ttl_minutes`
 
+// dest is where Scan puts the itemColumns of a row.
+func (r *itemRow) dest() []any {
+	return []any{&r.ID, &r.Namespace, &r.Key, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes}
+}
+
 // item converts a row into a SearchItem (Score nil).
 func (r *itemRow) item() (graphserver.SearchItem, error) {
 	value, err := jsoncol.DecodeObject(r.Value)
@@ -158,9 +163,17 @@ func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now t
 	nowS := formatTime(now)
 	var r itemRow
 	// One statement: no read transaction around it (its BEGIN and COMMIT
-	// would cost as much as the query).
-	err := db.reader.GetContext(ctx, &r, `SELECT `+itemColumns+` FROM store_items
-WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, strings.Join(namespace, "."), key, nowS)
+	// would cost as much as the query). Its context cannot be cancelled (a
+	// cancellable one costs database/sql a goroutine per query, more than
+	// this lookup): a done ctx fails the read before it starts, and waiting
+	// for a connection is short, each read holding one for microseconds.
+	qctx, err := uncancellable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = db.reader.QueryRowContext(qctx, `SELECT `+itemColumns+` FROM store_items
+WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, strings.Join(namespace, "."), key, nowS).
+		Scan(r.dest()...)
 	if err != nil {
 		return nil, translate(err)
 	}
