@@ -84,3 +84,11 @@ func (db *DB) CheckpointForms(ctx context.Context, threadID string) ([]string, e
 		ORDER BY checkpoint_id`, threadID)
 	return out, err
 }
+
+// WaitingTexts counts the store texts waiting to be indexed
+// (store_fts_pending).
+func (db *DB) WaitingTexts(ctx context.Context) (int, error) {
+	var n int
+	err := db.reader.GetContext(ctx, &n, `SELECT count(*) FROM store_fts_pending`)
+	return n, err
+}

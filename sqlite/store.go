@@ -89,7 +89,7 @@ func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	indexed := len(w.Index) > 0
 	// Grouped: the commit, most of the cost of a put, is shared with the
 	// writes queued meanwhile.
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var prev struct {
 			ID        int64          `db:"id"`
 			CreatedAt string         `db:"created_at"`
@@ -138,6 +138,9 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 				if _, err := tx.ExecContext(ctx, `DELETE FROM store_fts WHERE rowid = ?`, id); err != nil {
 					return fmt.Errorf("delete store text: %w", err)
 				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM store_fts_pending WHERE item_id = ?`, id); err != nil {
+					return fmt.Errorf("delete store text: %w", err)
+				}
 			}
 		}
 		for i, e := range w.Index {
@@ -150,12 +153,17 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 			}
 		}
 		if len(texts) > 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO store_fts (rowid, text) VALUES (?, ?)`, id, strings.Join(texts, "\n")); err != nil {
+			// Indexed later, with others (textindex.go).
+			if _, err := tx.ExecContext(ctx, `INSERT INTO store_fts_pending (item_id, text) VALUES (?, ?)`, id, strings.Join(texts, "\n")); err != nil {
 				return fmt.Errorf("insert store text: %w", err)
 			}
 		}
 		return nil
 	})
+	if err == nil && len(texts) > 0 {
+		db.textQueued()
+	}
+	return err
 }
 
 // GetItem implements driver.ItemStorage.
@@ -309,6 +317,10 @@ func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *itemWhere)
 	match := ftsQuery(q.Query)
 	if match == "" {
 		return nil, nil, nil
+	}
+	// The search sees every put committed before it.
+	if err := db.indexText(ctx); err != nil {
+		return nil, nil, err
 	}
 	var got []struct {
 		itemRow
