@@ -482,7 +482,8 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	if run.Kwargs.Webhook != nil && *run.Kwargs.Webhook != "" {
 		f.Webhook = q.hooks.delivery(run, out, startedAt, now, errJSON)
 	}
-	if err := finishRun(bg, q.storage, f); err != nil {
+	left, err := finishRunActive(bg, q.storage, f)
+	if err != nil {
 		// Not recorded: another claim holds the run (or it is gone, or
 		// storage failed and the sweep gives it another attempt).
 		if ErrorCode(err) != ENOTFOUND {
@@ -511,7 +512,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	// Observers hear of the end before the run's waiters are released.
 	s.runChanged(endedEvent(run, out, status, now.Sub(startedAt), ""))
 	log.finish(status, output, now.Add(q.logTTL(log)))
-	q.signal()
+	q.signalEnded(left)
 	if f.Webhook != nil {
 		q.hooks.signal()
 	}

@@ -62,7 +62,13 @@ type runQueue struct {
 	recheckMu sync.Mutex
 	recheck   chan struct{} // closed when runs executing here must renew at once (recheckRuns)
 
-	wake      chan struct{} // capacity 1: a run may be claimable
+	wake chan struct{} // capacity 1: a run may be claimable
+	// queued is set by signal (a run may wait in storage) and cleared by
+	// the dispatcher before each claim: a run that ends wakes the
+	// dispatcher only when set or when its thread has runs left
+	// (signalEnded), so that the common end (nothing queued) costs no
+	// claim query.
+	queued    atomic.Bool
 	drain     chan struct{} // closed when the server begins draining
 	drainOnce sync.Once
 
@@ -182,9 +188,20 @@ func (q *runQueue) claimToken() string {
 
 // signal wakes the dispatcher: a run may be claimable.
 func (q *runQueue) signal() {
+	q.queued.Store(true)
 	select {
 	case q.wake <- struct{}{}:
 	default:
+	}
+}
+
+// signalEnded wakes the dispatcher after a run ended here, if a run may be
+// claimable now: its thread has runs left (left), or a run was queued
+// since the dispatcher's last claim. Runs of other processes are found by
+// the dispatcher's poll, as before.
+func (q *runQueue) signalEnded(left bool) {
+	if left || q.queued.Load() {
+		q.signal()
 	}
 }
 
@@ -237,11 +254,17 @@ func (q *runQueue) dispatch(ctx context.Context) {
 			return
 		default:
 		}
+		// Cleared before the claim: a run queued after the claim's read
+		// sets it again (signal).
+		q.queued.Store(false)
 		now := s.clock()
 		token := q.claimToken()
 		qr, err := q.storage.ClaimRun(ctx, token, now, now.Add(q.lease))
-		if err != nil && ctx.Err() == nil {
-			s.logger.Error("claim run", "err", err)
+		if err != nil {
+			q.queued.Store(true) // try again at the next wake
+			if ctx.Err() == nil {
+				s.logger.Error("claim run", "err", err)
+			}
 		}
 		if qr != nil {
 			s.wg.Go(func() {

@@ -845,7 +845,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 			maps.Copy(tm, m)
 		}
 		maps.Copy(tm, rc.Metadata)
-		ins.CreateThread = newThread(threadID, now, tm, storedCfg)
+		ins.CreateThread, ins.NewThread = newThread(threadID, now, tm, storedCfg), stateless
 		ins.CreateThread.Status = ThreadBusy
 		ins.CreateThread.Values, ins.CreateThread.Interrupts = json.RawMessage("null"), map[string][]Interrupt{}
 	}

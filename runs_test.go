@@ -607,3 +607,52 @@ func TestPendingRunStream(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedRunStartsWhenSlotFrees checks that a run left in the queue
+// starts as soon as the run ahead of it ends, without waiting for the
+// dispatcher's poll (an hour here): one enqueued behind a run of its
+// thread (multitask enqueue), and one queued because the only worker was
+// busy. A run that ends wakes the dispatcher only when a run may be
+// waiting, so both must still be woken for.
+func TestQueuedRunStartsWhenSlotFrees(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		workers int
+		sameThr bool
+	}{{"EnqueuedOnThread", 4, true}, {"NoFreeWorker", 1, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupRuns(t, func(o *graphserver.Options) { o.PollInterval, o.Workers = time.Hour, c.workers })
+			tid := b.thread(t)
+			_, err := b.srv.CreateRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"a":1}`)})
+			require.NoError(t, err)
+			waitStarted(t, b.block)
+			second := tid
+			if !c.sameThr {
+				second = b.thread(t)
+			}
+			run, err := b.srv.CreateRun(b.ctx, second, graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"b":2}`),
+				MultitaskStrategy: graphserver.MultitaskEnqueue})
+			require.NoError(t, err)
+			got, err := b.srv.GetRun(b.ctx, second, run.RunID)
+			require.NoError(t, err)
+			require.Equal(t, graphserver.RunPending, got.Status)
+			// Time for the dispatcher, woken by the creation, to find
+			// nothing it can claim yet: then only the first run's end can
+			// wake it again.
+			time.Sleep(100 * time.Millisecond)
+			b.block.Release()
+			ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+			defer cancel()
+			out, err := b.srv.JoinRun(ctx, second, run.RunID)
+			require.NoError(t, err, "the queued run did not start when the run ahead of it ended")
+			require.JSONEq(t, `{"b":2}`, string(out))
+			// And a run that finds nothing queued behind it leaves the
+			// next one free to start at once.
+			out, err = b.srv.WaitRun(ctx, "", graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"c":3}`)})
+			require.NoError(t, err)
+			require.JSONEq(t, `{"c":3}`, string(out))
+		})
+	}
+}

@@ -19,7 +19,7 @@ import (
 
 // insertRun inserts r after checking its thread (see RunInsert): a missing
 // thread gives ENOTFOUND unless opts.CreateThread is set, then that thread
-// is inserted. When the thread has pending or running runs, the multitask
+// is inserted (at once, without looking for it, when opts.NewThread). When the thread has pending or running runs, the multitask
 // strategy r.MultitaskStrategy applies: reject gives ECONFLICT (with
 // MultitaskRejectMessage); interrupt and rollback cancel them (as
 // cancelRuns does) and report them; enqueue leaves them. The thread is
@@ -43,11 +43,17 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 				return errCronFired(opts.Cron)
 			}
 		}
-		inserted := false
-		if err := tx.CheckThread(ctx, r.ThreadID, opts.Filter); ErrorCode(err) == ENOTFOUND {
-			if opts.CreateThread == nil {
+		// A thread id made for this run (NewThread) is nobody's yet.
+		inserted := opts.NewThread && opts.CreateThread != nil
+		if !inserted {
+			err := tx.CheckThread(ctx, r.ThreadID, opts.Filter)
+			if ErrorCode(err) == ENOTFOUND && opts.CreateThread != nil {
+				inserted = true
+			} else if err != nil {
 				return err
 			}
+		}
+		if inserted {
 			// Inserted as the update below would leave it: busy, with the
 			// metadata and config of the run.
 			t := *opts.CreateThread
@@ -61,9 +67,6 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 			if err := tx.InsertThread(ctx, &t); err != nil {
 				return err
 			}
-			inserted = true
-		} else if err != nil {
-			return err
 		}
 		var active []driver.RunRef
 		if !inserted { // a thread inserted just now has no runs
@@ -237,15 +240,22 @@ func dropTemporaryThread(ctx context.Context, tx driver.Tx, run *Run) error {
 // settleThread sets a busy thread with no pending or running run left to
 // idle.
 func settleThread(ctx context.Context, tx driver.Tx, threadID string, now time.Time) error {
+	_, err := settleThreadActive(ctx, tx, threadID, now)
+	return err
+}
+
+// settleThreadActive is settleThread, reporting whether the thread has a
+// pending or running run left.
+func settleThreadActive(ctx context.Context, tx driver.Tx, threadID string, now time.Time) (bool, error) {
 	active, err := tx.ActiveRuns(ctx, threadID)
 	if err != nil || len(active) > 0 {
-		return err
+		return len(active) > 0, err
 	}
 	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: ThreadIdle, IfStatus: ThreadBusy})
 	if ErrorCode(err) == ENOTFOUND {
-		return nil
+		return false, nil
 	}
-	return err
+	return false, err
 }
 
 // threadStatus is the status a thread gets after a run or a state update:
@@ -262,18 +272,19 @@ func threadStatus(ctx context.Context, tx driver.Tx, threadID, status string) (s
 }
 
 // writeSummary records a thread's summary after a run: the status is busy
-// while other runs of the thread are pending or running. A missing thread
-// is not an error.
-func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time) error {
+// while other runs of the thread are pending or running, which it reports.
+// A missing thread is not an error.
+func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time) (bool, error) {
 	status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
 	if err != nil {
-		return err
+		return false, err
 	}
+	busy := status == ThreadBusy
 	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: status, Summary: sum, KeepValues: keepValues})
 	if ErrorCode(err) == ENOTFOUND {
-		return nil
+		return busy, nil
 	}
-	return err
+	return busy, err
 }
 
 // setThreadSummary records a thread's latest values, interrupts, status
@@ -296,23 +307,19 @@ func setThreadSummary(ctx context.Context, st driver.Storage, threadID string, s
 // finishRun records the end of a run owner holds, in one transaction: see
 // RunFinish. ENOTFOUND when owner no longer holds the run.
 func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) error {
-	return st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
-		held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
+	_, err := finishRunActive(ctx, st, f)
+	return err
+}
+
+// finishRunActive is finishRun, reporting whether the run's thread has a
+// pending or running run left (one the dispatcher may claim now).
+func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish) (bool, error) {
+	left := false
+	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		left = false
+		threadID, err := endHeldRun(ctx, tx, f)
 		if err != nil {
 			return err
-		}
-		threadID := held.ThreadID
-		switch {
-		case f.Delete:
-			if err := tx.DeleteRun(ctx, threadID, f.RunID); err != nil {
-				return err
-			}
-		case f.DeleteThread:
-			// The run goes with its thread below.
-		default:
-			if err := tx.SetRunStatus(ctx, f.RunID, f.Status, f.Now); err != nil {
-				return err
-			}
 		}
 		switch {
 		case f.DeleteThread:
@@ -320,11 +327,11 @@ func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) erro
 				return err
 			}
 		case f.Summary != nil:
-			if err := writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now); err != nil {
+			if left, err = writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now); err != nil {
 				return err
 			}
 		default:
-			if err := settleThread(ctx, tx, threadID, f.Now); err != nil {
+			if left, err = settleThreadActive(ctx, tx, threadID, f.Now); err != nil {
 				return err
 			}
 		}
@@ -333,6 +340,29 @@ func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) erro
 		}
 		return nil
 	})
+	return left, err
+}
+
+// endHeldRun checks that f.Owner holds the run and ends its row as f says
+// (status set, deleted, or left to go with its thread), in one statement
+// when the driver can (driver.HeldRunEnder). It returns the run's thread.
+func endHeldRun(ctx context.Context, tx driver.Tx, f *driver.RunFinish) (string, error) {
+	if e, ok := tx.(driver.HeldRunEnder); ok && !f.Delete && !f.DeleteThread {
+		return e.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
+	}
+	held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case f.Delete:
+		err = tx.DeleteRun(ctx, held.ThreadID, f.RunID)
+	case f.DeleteThread:
+		// The run goes with its thread.
+	default:
+		err = tx.SetRunStatus(ctx, f.RunID, f.Status, f.Now)
+	}
+	return held.ThreadID, err
 }
 
 // maxAttemptsError is the thread error of a run that ran out of attempts.
@@ -421,7 +451,7 @@ func sweepRuns(ctx context.Context, tx driver.Tx, rows []driver.RunRef, now time
 				return nil, err
 			}
 			sum := &driver.ThreadSummary{Status: ThreadError, Error: maxAttemptsError}
-			if err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
+			if _, err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
 				return nil, err
 			}
 		default:

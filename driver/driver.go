@@ -100,6 +100,17 @@ type Tx interface {
 	FireCron(ctx context.Context, f *CronFiring) (bool, error)
 }
 
+// HeldRunEnder is implemented by a Tx that ends a run its owner holds in
+// one statement, where Tx.HeldRun then Tx.SetRunStatus take two.
+// Optional: the Server falls back to those two.
+type HeldRunEnder interface {
+	// EndHeldRun is Tx.HeldRun then Tx.SetRunStatus: when owner holds run
+	// runID (status running, lease owner), its status becomes status as
+	// SetRunStatus sets it, and its thread id is returned. ENOTFOUND,
+	// changing nothing, when owner does not hold it.
+	EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (threadID string, err error)
+}
+
 // ThreadWrite is a change Tx.UpdateThread applies to a thread. UpdatedAt is
 // set to Now; zero fields leave their column as it is.
 type ThreadWrite struct {

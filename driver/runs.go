@@ -61,6 +61,11 @@ type RunInsert struct {
 	ThreadConfig   record.Object   // replaces the thread's config when non-nil
 	Filter         record.Filter   // access-control filter on the thread's metadata
 
+	// NewThread says CreateThread's id was generated for this run (a
+	// stateless run's thread), so no thread has it: it is inserted
+	// without looking for it first.
+	NewThread bool
+
 	// Owner, when set, claims the run at insertion if it can start at once.
 	Owner      string
 	LeaseUntil time.Time

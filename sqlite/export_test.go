@@ -92,3 +92,10 @@ func (db *DB) WaitingTexts(ctx context.Context) (int, error) {
 	err := db.reader.GetContext(ctx, &n, `SELECT count(*) FROM store_fts_pending`)
 	return n, err
 }
+
+// TraceStatements calls fn with the text of every statement the caching
+// connections of every DB run, until the returned function is called.
+func TraceStatements(fn func(query string)) (stop func()) {
+	stmtTrace.Store(&fn)
+	return func() { stmtTrace.Store(nil) }
+}

@@ -7,9 +7,22 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 )
+
+// stmtTrace, when set (by tests, see export_test.go), is called with the
+// text of every statement a caching connection runs, BEGIN and COMMIT
+// included: it counts the statements of a run.
+var stmtTrace atomic.Pointer[func(query string)]
+
+// traceStmt reports query to stmtTrace.
+func traceStmt(query string) {
+	if f := stmtTrace.Load(); f != nil {
+		(*f)(query)
+	}
+}
 
 // stmtCacheSize is how many prepared statements each connection keeps.
 const stmtCacheSize = 256
@@ -200,6 +213,7 @@ func (c *cachedConn) evict(e *list.Element) {
 
 // ExecContext implements driver.ExecerContext.
 func (c *cachedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	traceStmt(query)
 	ctx, err := uncancellable(ctx)
 	if err != nil {
 		return nil, err
@@ -216,6 +230,7 @@ func (c *cachedConn) ExecContext(ctx context.Context, query string, args []drive
 
 // QueryContext implements driver.QueryerContext.
 func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	traceStmt(query)
 	ctx, err := uncancellable(ctx)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,10 @@ type txn struct {
 	tx *sqlx.Tx
 }
 
-var _ driver.Tx = (*txn)(nil)
+var (
+	_ driver.Tx           = (*txn)(nil)
+	_ driver.HeldRunEnder = (*txn)(nil)
+)
 
 // txOf returns the SQL transaction of a Tx this DB's WithTx gave.
 func (db *DB) txOf(tx driver.Tx) *sqlx.Tx { return tx.(*txn).tx }
@@ -254,6 +257,20 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 		return nil, runNotFound(runID)
 	}
 	return &runRefs(rows)[0], nil
+}
+
+// EndHeldRun implements driver.HeldRunEnder.
+func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, error) {
+	var threadID string
+	err := t.tx.GetContext(ctx, &threadID, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL, lease_expires_at = NULL,
+		lease_holder = NULL, cancel_action = NULL WHERE run_id = ? AND lease_owner = ? AND status = 'running' RETURNING thread_id`,
+		status, formatTime(now), runID, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", runNotFound(runID)
+	} else if err != nil {
+		return "", fmt.Errorf("end run %s: %w", runID, err)
+	}
+	return threadID, nil
 }
 
 // ExpiredRuns implements driver.Tx.

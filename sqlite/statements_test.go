@@ -1,0 +1,97 @@
+package sqlite_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/graph"
+	"github.com/graphserver/graphserver/sqlite"
+)
+
+// TestStatementsPerRun counts the SQL statements and commits of a run
+// waited for, stateless and on a thread, one node, as the load test's wait
+// rows send them (examples/loadtest), one run at a time (so no commit is
+// shared with another run's). Most of a run's CPU time is in its
+// statements and commits; the bounds keep them from creeping back up. Not
+// parallel: the statement tracer sees every DB of the package.
+func TestStatementsPerRun(t *testing.T) {
+	db, err := sqlite.OpenWith(filepath.Join(t.TempDir(), "gs.db"), sqlite.OpenOptions{Exclusive: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	echo := graph.Func("echo", func(_ context.Context, input any) (any, error) { return input, nil })
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Logger: slog.New(slog.DiscardHandler),
+		Graphs: map[string]graphserver.Graph{"echo": echo}, PollInterval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(ctx)
+	})
+	th, err := srv.CreateThread(t.Context(), graphserver.ThreadCreate{})
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	by := map[string]int{}
+	var seq []string
+	stop := sqlite.TraceStatements(func(q string) {
+		f := strings.Fields(q)
+		key := strings.Join(f[:min(len(f), 6)], " ")
+		mu.Lock()
+		defer mu.Unlock()
+		by[key]++
+		seq = append(seq, key)
+	})
+	defer stop()
+	reset := func() (map[string]int, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		b, s := by, seq
+		by, seq = map[string]int{}, nil
+		return b, s
+	}
+
+	rc := graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"x":"hi"}`)}
+	const runs = 20
+	for _, c := range []struct {
+		name               string
+		threadID           string
+		statements, commit int
+	}{{"stateless", "", 40, 6}, {"thread", th.ThreadID, 40, 6}} {
+		_, err := srv.WaitRun(t.Context(), c.threadID, rc) // warm up (assistant caches)
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond) // the run's last writes
+		reset()
+		for range runs {
+			out, err := srv.WaitRun(t.Context(), c.threadID, rc)
+			require.NoError(t, err)
+			require.JSONEq(t, `{"x":"hi"}`, string(out))
+			time.Sleep(20 * time.Millisecond) // the run's last writes, before the next run's
+		}
+		b, s := reset()
+		n := len(s)
+		t.Logf("%s, one run:\n%s", c.name, strings.Join(s[len(s)-n/runs:], "\n"))
+		keys := slices.SortedFunc(maps.Keys(b), func(x, y string) int { return cmp.Or(cmp.Compare(b[y], b[x]), strings.Compare(x, y)) })
+		var lines []string
+		for _, k := range keys {
+			lines = append(lines, fmt.Sprintf("%6.1f  %s", float64(b[k])/runs, k))
+		}
+		commits := float64(b["COMMIT"]) / runs
+		t.Logf("%s: %.1f statements and %.1f commits per run\n%s", c.name, float64(n)/runs, commits, strings.Join(lines, "\n"))
+		require.LessOrEqual(t, n/runs, c.statements, c.name)
+		require.LessOrEqual(t, commits, float64(c.commit), c.name)
+	}
+}
