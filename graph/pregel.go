@@ -76,8 +76,8 @@ type runner struct {
 	saved   string // id of the last persisted checkpoint
 	save    *saveOp
 	held    *heldSave // the input checkpoint, not yet handed to the checkpointer
-	final   *ckpt  // the checkpoint a completed run ended at
-	parent  string // parent id stored with the last persisted checkpoint
+	final   *ckpt     // the checkpoint a completed run ended at
+	parent  string    // parent id stored with the last persisted checkpoint
 
 	resumeMap  map[string]any
 	nullResume func() (any, bool)
