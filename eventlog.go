@@ -71,7 +71,7 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	}
 	l.changed()
 	if l.hub != nil {
-		l.hub.publishRun(l.threadID, l.runID, l.base+len(l.events)-1, event, data, l.resumable) // under l.mu: the thread sees the run's order
+		l.hub.publish(l.threadID, event, data, l.resumable) // under l.mu: the thread sees the run's order
 	}
 }
 
@@ -530,6 +530,16 @@ func (r *logRegistry) notify(runID string) {
 	r.watches.wake(runID)
 }
 
+// logHub is where the logs publish their events for the thread streams:
+// the hub, unless the thread streams are made from the stored thread logs
+// (threadHub.stored), which the logs' events reach once stored.
+func (r *logRegistry) logHub() *threadHub {
+	if r.hub.stored {
+		return nil
+	}
+	return &r.hub
+}
+
 // open returns the log of a new run, creating it; threadMeta is its
 // thread's metadata (see eventLog.threadMeta).
 func (r *logRegistry) open(runID, threadID string, resumable bool, threadMeta Metadata) *eventLog {
@@ -539,7 +549,7 @@ func (r *logRegistry) open(runID, threadID string, resumable bool, threadMeta Me
 		return l
 	}
 	l := newEventLog(runID, threadID, resumable)
-	l.hub, l.maxSize, l.threadMeta = &r.hub, r.maxSize, threadMeta
+	l.hub, l.maxSize, l.threadMeta = r.logHub(), r.maxSize, threadMeta
 	r.logs[runID] = l
 	r.notify(runID)
 	return l
@@ -560,7 +570,7 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool, stored int)
 		return old
 	}
 	l := newEventLog(runID, threadID, resumable)
-	l.hub, l.maxSize = &r.hub, r.maxSize
+	l.hub, l.maxSize = r.logHub(), r.maxSize
 	l.attached = true
 	if old != nil {
 		l.threadMeta = old.threadMeta

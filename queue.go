@@ -57,7 +57,7 @@ type runQueue struct {
 	logs   logRegistry
 	hooks  *webhooks
 	events *eventWriter  // nil unless the storage keeps event logs (EventStorage)
-	mirror *threadMirror // nil unless events is set and the storage is a Notifier
+	mirror *threadMirror // nil unless events is set and the storage is a Notifier and a ThreadLogStorage
 
 	recheckMu sync.Mutex
 	recheck   chan struct{} // closed when runs executing here must renew at once (recheckRuns)
@@ -106,9 +106,10 @@ func newRunQueue(s *Server, opts Options) *runQueue {
 	q.slots = make(chan struct{}, q.workers)
 	if es, ok := opts.Storage.(driver.EventStorage); ok {
 		q.events = &eventWriter{q: q, st: es}
-		if _, ok := opts.Storage.(driver.Notifier); ok {
-			q.mirror = newThreadMirror(q)
-			q.logs.hub.positions = true
+		tl, isLog := opts.Storage.(driver.ThreadLogStorage)
+		if _, ok := opts.Storage.(driver.Notifier); ok && isLog {
+			q.mirror = newThreadMirror(q, tl)
+			q.logs.hub.stored = true
 		}
 	}
 	q.hooks = newWebhooks(q, opts.Webhooks)

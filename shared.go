@@ -2,7 +2,7 @@ package graphserver
 
 import (
 	"context"
-	"slices"
+	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
@@ -16,7 +16,11 @@ const (
 	NotifyRunEnded  = "run_ended"  // the run ended: its streams, waits and joins look at storage
 	NotifyRunCancel = "run_cancel" // a cancellation was recorded for the running run: its worker stops it
 	NotifyRunEvents = "run_events" // events of the run were stored: its streams read them
-	NotifyReset     = "reset"      // notifications may have been missed: look at everything
+	// NotifyThreadEvents: an entry of the thread's own was stored in its
+	// log (driver.ThreadLogStorage: a state update, a run's end): its
+	// streams read it.
+	NotifyThreadEvents = "thread_events"
+	NotifyReset        = "reset" // notifications may have been missed: look at everything
 )
 
 // listenRetryDelay is how long the listener waits before listening again
@@ -270,13 +274,13 @@ func (st *RunStream) sharedEvents(ctx context.Context, yield func(StreamEvent, e
 	}
 }
 
-// mirrorRunsListed bounds the runs of a thread the mirror looks at when a
-// stream starts following the thread (the newest ones).
-const mirrorRunsListed = 20
+// mirrorWaitTimeout bounds how long opening a thread stream waits for the
+// mirror to read the thread's stored log.
+const mirrorWaitTimeout = 10 * time.Second
 
 // followThread counts a thread stream following threadID here, so that the
-// mirror brings the runs of other processes into the thread's feed, and
-// returns the function that ends it.
+// mirror brings the thread's stored log into the thread's feed, and returns
+// the function that ends it.
 func (q *runQueue) followThread(threadID string) (release func()) {
 	if q.mirror == nil {
 		return func() {}
@@ -284,36 +288,51 @@ func (q *runQueue) followThread(threadID string) (release func()) {
 	return q.mirror.follow(threadID)
 }
 
-// threadMirror brings into this process's thread feeds the events of the
-// runs of other processes, read from their stored logs (EventStorage), so
-// that the thread streams opened here (JoinThreadStream,
-// SubscribeThreadEvents) carry every run of their thread, wherever it
-// executes: replayed from the stored log, then live. It works for the
-// threads followed here only, woken by the notifications of stored events
-// and of ended runs (Notifier), on the mechanism the run streams use. One
-// goroutine (loop) reads storage and publishes, so a run's events reach
-// the feed in order; positions in the feed (feedRun) keep an event from
-// going in twice, whoever brings it.
+// catchUp waits until the thread's feed holds its stored log as it is now
+// (with a mirror; at once without), so that positions in the feed can be
+// taken: where a live stream starts, where the latest run starts.
+func (q *runQueue) catchUp(ctx context.Context, threadID string) error {
+	if q.mirror == nil {
+		return nil
+	}
+	defer q.mirror.follow(threadID)()
+	ready := q.mirror.request(threadID)
+	t := time.NewTimer(mirrorWaitTimeout)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-q.s.lifetime.Done():
+		return ErrServerClosed
+	case <-t.C:
+		return Errorf(EUNAVAILABLE, "The thread's event log could not be read; try again.")
+	}
+}
+
+// threadMirror makes this process's thread feeds from the stored thread
+// logs (driver.ThreadLogStorage): the events of the thread's runs,
+// wherever they execute, its state updates and the ends of its runs, in
+// the log's order and with the ids its numbers give, so that the thread
+// streams opened here (JoinThreadStream, SubscribeThreadEvents) carry the
+// same events under the same ids as on every process: a client resumes
+// on any. It works for the threads followed here only, woken by the
+// notifications of stored entries (Notifier). One goroutine (loop) reads
+// storage and appends to the feeds, so that each feed grows in order.
 type threadMirror struct {
 	q    *runQueue
+	log  driver.ThreadLogStorage
 	wake chan struct{} // capacity 1
 
 	mu      sync.Mutex
-	follows map[string]int         // thread -> streams following it here
-	runs    map[string]string      // run -> thread: runs seen on followed threads, not done
-	work    map[string]*mirrorWork // thread -> what to read
+	follows map[string]int             // thread -> streams following it here
+	dirty   map[string][]chan struct{} // threads to read -> the channels to close once read
 }
 
-// mirrorWork is what the mirror reads for one thread.
-type mirrorWork struct {
-	sync  bool            // list the thread's recent runs (a stream started, or notifications were missed)
-	runs  []string        // runs with new stored events, in the order notified
-	ended map[string]bool // runs that ended
-}
-
-func newThreadMirror(q *runQueue) *threadMirror {
-	return &threadMirror{q: q, wake: make(chan struct{}, 1), follows: map[string]int{},
-		runs: map[string]string{}, work: map[string]*mirrorWork{}}
+func newThreadMirror(q *runQueue, log driver.ThreadLogStorage) *threadMirror {
+	return &threadMirror{q: q, log: log, wake: make(chan struct{}, 1),
+		follows: map[string]int{}, dirty: map[string][]chan struct{}{}}
 }
 
 func (m *threadMirror) signal() {
@@ -323,73 +342,56 @@ func (m *threadMirror) signal() {
 	}
 }
 
-// workOf returns the pending work of a thread, creating it; m.mu is held.
-func (m *threadMirror) workOf(threadID string) *mirrorWork {
-	w := m.work[threadID]
-	if w == nil {
-		w = &mirrorWork{ended: map[string]bool{}}
-		m.work[threadID] = w
+// markLocked queues a read of the thread's log; m.mu is held.
+func (m *threadMirror) markLocked(threadID string, ready chan struct{}) {
+	chs := m.dirty[threadID]
+	if ready != nil {
+		chs = append(chs, ready)
 	}
-	return w
-}
-
-// addRun queues run runID of a followed thread; m.mu is held.
-func (m *threadMirror) addRun(threadID, runID string, ended bool) {
-	w := m.workOf(threadID)
-	if !slices.Contains(w.runs, runID) {
-		w.runs = append(w.runs, runID)
-	}
-	if ended {
-		w.ended[runID] = true
-	}
-	m.runs[runID] = threadID
+	m.dirty[threadID] = chs
 	m.signal()
 }
 
 // follow counts a stream following threadID here and returns the function
-// that ends it. The first stream of a thread makes the mirror look at the
-// thread's recent runs.
+// that ends it. The first stream of a thread makes the mirror read its log.
 func (m *threadMirror) follow(threadID string) (release func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.follows[threadID]++; m.follows[threadID] == 1 {
-		m.workOf(threadID).sync = true
-		m.signal()
+		m.markLocked(threadID, nil)
 	}
 	return sync.OnceFunc(func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.follows[threadID]--; m.follows[threadID] > 0 {
-			return
-		}
-		delete(m.follows, threadID)
-		delete(m.work, threadID)
-		for run, t := range m.runs {
-			if t == threadID {
-				delete(m.runs, run)
-			}
+		if m.follows[threadID]--; m.follows[threadID] <= 0 {
+			delete(m.follows, threadID)
 		}
 	})
 }
 
-// notified queues what a notification tells of the followed threads.
+// request queues a read of a followed thread's log and returns a channel
+// closed once the log, as stored now, is read into the feed.
+func (m *threadMirror) request(threadID string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ready := make(chan struct{})
+	m.markLocked(threadID, ready)
+	return ready
+}
+
+// notified queues a read of the followed threads a notification names.
 func (m *threadMirror) notified(n driver.Notification) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch n.Kind {
-	case NotifyRunEvents:
+	case NotifyRunEvents, NotifyThreadEvents:
 		if m.follows[n.ThreadID] > 0 {
-			m.addRun(n.ThreadID, n.RunID, false)
-		}
-	case NotifyRunEnded:
-		if t, ok := m.runs[n.RunID]; ok {
-			m.addRun(t, n.RunID, true)
+			m.markLocked(n.ThreadID, nil)
 		}
 	case NotifyReset:
 		for t := range m.follows {
-			m.workOf(t).sync = true
+			m.markLocked(t, nil)
 		}
-		m.signal()
 	}
 }
 
@@ -405,160 +407,63 @@ func (m *threadMirror) loop(ctx context.Context) {
 			return
 		}
 		m.mu.Lock()
-		work := m.work
-		m.work = map[string]*mirrorWork{}
+		work := m.dirty
+		m.dirty = map[string][]chan struct{}{}
 		m.mu.Unlock()
-		for threadID, w := range work {
-			if err := m.mirrorThread(ctx, threadID, w); err != nil {
+		for threadID, ready := range work {
+			if err := m.mirrorThread(ctx, threadID); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				m.q.s.logger.Warn("mirror thread stream", "thread_id", threadID, "err", err)
-				m.retry(threadID, w)
+				m.q.s.logger.Warn("read thread log", "thread_id", threadID, "err", err)
+				m.retry(threadID, ready)
+				continue
+			}
+			for _, c := range ready {
+				close(c)
 			}
 		}
 	}
 }
 
-// retry queues again the work that failed, for a look after a delay.
-func (m *threadMirror) retry(threadID string, w *mirrorWork) {
+// retry queues again a read that failed, for after a delay.
+func (m *threadMirror) retry(threadID string, ready []chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.follows[threadID] == 0 {
+	if m.follows[threadID] == 0 && len(ready) == 0 {
 		return
 	}
-	cur := m.workOf(threadID)
-	cur.sync = cur.sync || w.sync
-	for _, r := range w.runs {
-		if !slices.Contains(cur.runs, r) {
-			cur.runs = append(cur.runs, r)
-		}
-	}
-	for r := range w.ended {
-		cur.ended[r] = true
-	}
+	m.dirty[threadID] = append(m.dirty[threadID], ready...)
 	time.AfterFunc(listenRetryDelay, m.signal)
 }
 
-// mirrorThread reads the queued runs of one thread into its feed.
-func (m *threadMirror) mirrorThread(ctx context.Context, threadID string, w *mirrorWork) error {
-	q := m.q
-	resumable := map[string]bool{} // known from the listing
-	runs, ended := w.runs, w.ended
-	if w.sync {
-		listed, err := q.storage.ListRuns(ctx, threadID, &RunSearch{Limit: mirrorRunsListed})
-		if err != nil && ErrorCode(err) != ENOTFOUND {
-			return err
-		}
-		now := q.s.clock()
-		var synced []string
-		for _, r := range slices.Backward(listed) { // oldest first
-			keep := endedLogGrace
-			if r.Kwargs.Resumable {
-				keep = q.resumableTTL
-			}
-			switch {
-			case r.Status == RunPending:
-				continue // no events yet: they are notified
-			case r.Status != RunRunning && now.Sub(r.UpdatedAt) > keep:
-				continue // its events are past the feed's retention
-			}
-			resumable[r.RunID] = r.Kwargs.Resumable
-			synced = append(synced, r.RunID)
-			ended[r.RunID] = true // look at its status after its events
-		}
-		runs = append(synced, slices.DeleteFunc(runs, func(id string) bool { return slices.Contains(synced, id) })...)
-		m.mu.Lock()
-		if m.follows[threadID] > 0 {
-			for _, id := range synced {
-				m.runs[id] = threadID
-			}
-		}
-		m.mu.Unlock()
-	}
-	for i, runID := range runs {
-		retain, known := resumable[runID]
-		if err := m.mirrorRun(ctx, threadID, runID, retain, known, ended[runID]); err != nil {
-			// What is left is tried again.
-			w.sync, w.runs = false, runs[i:]
-			return err
-		}
-	}
-	return nil
-}
-
-// mirrorRun reads the stored events of one run from where the feed stands,
-// and its end when checkEnd (it was notified ended, or listed).
-func (m *threadMirror) mirrorRun(ctx context.Context, threadID, runID string, retain, known, checkEnd bool) error {
-	q := m.q
-	hub := &q.logs.hub
-	if l := q.logs.get(runID); l != nil {
-		if ls := l.state(); ls.attached && !ls.done || ls.done && !ls.released {
-			return nil // executed here: its log publishes its events and its end
-		}
-	}
-	next, done, _ := hub.runPosition(threadID, runID)
-	if done {
-		m.forget(runID)
-		return nil
-	}
-	var run *Run
-	if !known {
-		r, err := q.storage.GetRun(ctx, threadID, runID, nil)
-		if ErrorCode(err) == ENOTFOUND {
-			checkEnd = true // gone (a rollback): its end is all that is left
-		} else if err != nil {
-			return err
-		} else {
-			run, retain = r, r.Kwargs.Resumable
-		}
-	}
-	read := func() error {
-		for {
-			evs, err := q.events.st.RunEvents(ctx, runID, next, storedEventsPage)
+// mirrorThread reads the thread's log from where its feed stands to its
+// end into the feed.
+func (m *threadMirror) mirrorThread(ctx context.Context, threadID string) error {
+	hub := &m.q.logs.hub
+	after := hub.cursor(threadID)
+	var th *Thread // read once, when a failed run's error is told from it
+	tellError := func() json.RawMessage {
+		if th == nil {
+			t, err := m.q.storage.GetThread(ctx, threadID, nil)
 			if err != nil {
-				return err
-			}
-			for _, ev := range evs {
-				pos, err := strconv.Atoi(ev.ID)
-				if err != nil {
-					continue
-				}
-				hub.publishRun(threadID, runID, pos, ev.Event, ev.Data, retain)
-				next = pos + 1
-			}
-			if len(evs) < storedEventsPage {
 				return nil
 			}
+			th = t
+		}
+		return th.Error
+	}
+	for {
+		entries, err := m.log.ThreadLog(ctx, threadID, after, storedEventsPage)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			hub.publishEntry(threadID, e, tellError)
+			after = e.Seq
+		}
+		if len(entries) < storedEventsPage {
+			return nil
 		}
 	}
-	if err := read(); err != nil {
-		return err
-	}
-	if !checkEnd && (run == nil || run.Status == RunPending || run.Status == RunRunning) {
-		return nil
-	}
-	ended, th, err := q.s.endedRun(ctx, threadID, runID)
-	if err != nil || ended == nil {
-		return err
-	}
-	// Ended: what it stored before its end is in; a failure's error event
-	// may be stored after it, and is told from the thread if not yet.
-	if err := read(); err != nil {
-		return err
-	}
-	if _, _, lastError := hub.runPosition(threadID, runID); !lastError && th != nil &&
-		(ended.Status == RunError || ended.Status == RunTimeout) && len(th.Error) > 0 && string(th.Error) != "null" {
-		hub.publishRun(threadID, runID, -1, "error", th.Error, retain)
-	}
-	hub.publishDone(threadID, runID, retain, ended.Status)
-	m.forget(runID)
-	return nil
-}
-
-// forget drops a run the mirror is done with.
-func (m *threadMirror) forget(runID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.runs, runID)
 }

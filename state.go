@@ -145,7 +145,7 @@ func (s *Server) UpdateThreadState(ctx context.Context, threadID string, u Threa
 	if err != nil {
 		return nil, err
 	}
-	s.publishStateUpdate(t.ThreadID, st)
+	s.publishStateUpdate(ctx, t.ThreadID, st)
 	return &ThreadStateUpdateResult{Checkpoint: out, Configurable: out, CheckpointID: out.CheckpointID}, nil
 }
 
@@ -235,7 +235,7 @@ func (s *Server) applySupersteps(ctx context.Context, t *Thread, g Graph, steps 
 		}
 		return nil, Errorf(EBADREQUEST, "Thread %s could not be created: its supersteps failed: %s", t.ThreadID, ErrorMessage(err))
 	}
-	s.publishStateUpdate(t.ThreadID, st)
+	s.publishStateUpdate(ctx, t.ThreadID, st)
 	return s.storage.GetThread(ctx, t.ThreadID, nil)
 }
 

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/graphserver/graphserver/driver"
 )
 
 // Thread stream modes (GET /threads/{thread_id}/stream).
@@ -39,8 +42,9 @@ const threadFeedMax = 10000
 type ThreadStreamOptions struct {
 	// LastEventID resumes strictly after that thread event id ("<ms>-<seq>",
 	// as the stream's ids are). "-" (or "-1") replays every event this
-	// process still retains for the thread, then goes live. "" is live only:
-	// the events published from the moment the stream starts.
+	// process still retains for the thread (with a stored thread log: the
+	// log as stored), then goes live. "" is live only: the events published
+	// from the moment the stream starts.
 	LastEventID string
 	// StreamModes selects the events (threadStreamModes); empty means
 	// run_modes.
@@ -60,16 +64,23 @@ type ThreadStream struct {
 }
 
 // JoinThreadStream returns a stream of the thread's events: the events of
-// every run executed on it in this process, and with a storage that keeps
-// event logs and notifies (EventStorage and Notifier: the postgres driver)
-// those of the runs other processes execute, read from their stored logs
-// (each named as on the run's stream,
-// with metadata first and a metadata {"status": "run_done", "run_id"} once the
-// run ended) and state_update events, filtered by opts.StreamModes. Event ids
-// are "<ms>-<seq>", growing within the thread; events are retained for replay
-// as long as run logs are (Options.ResumableStreamTTL for resumable runs and
-// state updates, a few seconds for the others). The stream never ends on its
-// own: see ThreadStream.Events.
+// every run executed on it (each named as on the run's stream, with
+// metadata first and a metadata {"status": "run_done", "run_id"} once the
+// run ended) and state_update events, filtered by opts.StreamModes. Event
+// ids are "<ms>-<seq>", growing within the thread. Events are retained for
+// replay as long as run logs are (Options.ResumableStreamTTL for resumable
+// runs and state updates, a few seconds for the others).
+//
+// Without a stored thread log (the sqlite driver), the runs are those
+// executed in this process, the state updates those made in it, and ids
+// are given by this process. With a storage that keeps thread logs and
+// notifies (driver.ThreadLogStorage and Notifier: the postgres driver),
+// the stream is made from the thread's stored log: the runs any process
+// executes, the state updates any process makes, every event retained for
+// Options.ResumableStreamTTL, and ids from the log's numbers ("<n>-0",
+// and "<n>-1" for a run_done marker), the same on every process, so that
+// a client resumes with Last-Event-ID on any of them. The stream never
+// ends on its own: see ThreadStream.Events.
 //
 // It returns EINVALID for a malformed thread id, an unknown mode or a
 // malformed LastEventID, and ENOTFOUND when the thread is missing or hidden.
@@ -102,6 +113,9 @@ func (s *Server) JoinThreadStream(ctx context.Context, threadID string, opts Thr
 		return nil, err
 	}
 	st.ThreadID = t.ThreadID
+	if err := s.rq.catchUp(ctx, t.ThreadID); err != nil {
+		return nil, err
+	}
 	if id == "" {
 		// Live only: what is published from now on.
 		st.after = s.rq.logs.hub.lastID(t.ThreadID)
@@ -120,7 +134,7 @@ func (st *ThreadStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error
 		defer st.s.rq.followThread(st.ThreadID)()
 		pos := feed.start(st.after)
 		for {
-			evs, next, wake := feed.read(pos)
+			evs, next, wake := feed.read(pos, st.after)
 			pos = next
 			for _, ev := range evs {
 				if !st.pass(ev.Event) {
@@ -164,12 +178,22 @@ func (st *ThreadStream) pass(event string) bool {
 }
 
 // publishStateUpdate sends a state_update event {"state", "thread_id"} to
-// the thread's stream.
-func (s *Server) publishStateUpdate(threadID string, st *ThreadState) {
+// the thread's stream. With a stored thread log (the postgres driver), it
+// is stored in it, for the thread's streams on every process; a failure
+// to store it is logged (the state update it tells of is done).
+func (s *Server) publishStateUpdate(ctx context.Context, threadID string, st *ThreadState) {
 	if st == nil {
 		return
 	}
 	data := marshalOutput(map[string]any{"state": st, "thread_id": threadID})
+	if s.rq.mirror != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		if err := s.rq.mirror.log.AppendThreadEvent(ctx, threadID, "state_update", data); err != nil {
+			s.logger.WarnContext(ctx, "store state update event", "thread_id", threadID, "err", err)
+		}
+		return
+	}
 	s.rq.logs.hub.publish(threadID, "state_update", data, true)
 }
 
@@ -211,11 +235,13 @@ type threadHub struct {
 	feeds        map[string]*threadFeed
 	resumableTTL time.Duration // retention of resumable runs' events and state updates
 	now          func() time.Time
-	seq          atomic.Int64 // the last protocol-v2 event seq given out (all threads)
-	// positions: the feeds track where each run's events stand (feedRun),
-	// as the runs of other processes are mirrored into them (threadMirror).
-	// Set before the hub is shared.
-	positions bool
+	seq          atomic.Int64 // the last protocol-v2 event seq given out (all threads, without stored)
+	// stored: the feeds are made from the stored thread logs (a
+	// driver.ThreadLogStorage), by the threadMirror, with the ids the log
+	// numbers give (the same on every process), rather than from the runs
+	// executing here and the state updates made here. Set before the hub
+	// is shared.
+	stored bool
 }
 
 // threadFeed is the retained, ordered events of one thread.
@@ -227,13 +253,12 @@ type threadFeed struct {
 	wake   chan struct{}       // closed and replaced on every change
 	subs   int                 // streams following it
 	v2     v2Log               // the protocol-v2 events derived from the events
-	runs   map[string]*feedRun // threadHub.positions: the runs whose events it holds
+	runs   map[string]*feedRun // threadHub.stored: the runs whose events it holds
+	cursor int64               // threadHub.stored: the number of the last log entry read
 }
 
-// feedRun is where a run's events stand in a thread's feed: the events of
-// a run executed here and those of a run executed elsewhere (read from its
-// stored log by the threadMirror) go in by their position in the run's log,
-// so that none goes in twice, whoever brings it.
+// feedRun is where a run's events stand in a thread's feed made from the
+// stored thread log (threadHub.stored).
 type feedRun struct {
 	next      int       // the run-log position of the next event
 	done      bool      // its run_done marker is in: nothing more goes in
@@ -262,6 +287,9 @@ func (h *threadHub) feed(threadID string) *threadFeed {
 	f := h.feeds[threadID]
 	if f == nil {
 		f = &threadFeed{wake: make(chan struct{})}
+		// From a stored log, every process derives the protocol-v2 events
+		// from the start of the feed, so that they are the same everywhere.
+		f.v2.on = h.stored
 		h.feeds[threadID] = f
 	}
 	return f
@@ -284,67 +312,84 @@ func (h *threadHub) publishStatus(threadID, event string, data json.RawMessage, 
 	f.append(h, event, data, status, now, now.Add(h.ttl(retain)))
 }
 
-// publishRun is publish for the event at position pos of run runID's log
-// (pos < 0: an event of no position, such as a failure's error told from
-// the thread). With positions tracked, an event before the run's next
-// position, or after its end, is not published again; it reports whether
-// the event went in.
-func (h *threadHub) publishRun(threadID, runID string, pos int, event string, data json.RawMessage, retain bool) bool {
-	if !h.positions {
-		h.publish(threadID, event, data, retain)
-		return true
-	}
-	now := h.clock()
+// cursor returns the number of the last stored log entry the thread's
+// feed read (threadHub.stored), creating the feed.
+func (h *threadHub) cursor(threadID string) int64 {
 	h.mu.Lock()
 	f := h.feed(threadID)
 	h.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := f.run(runID)
-	if r.done || (pos >= 0 && pos < r.next) {
-		return false
-	}
-	if pos >= 0 {
-		r.next = pos + 1
-	}
-	r.lastError = event == "error"
-	f.appendLocked(h, event, data, "", now, now.Add(h.ttl(retain)))
-	return true
+	return f.cursor
 }
 
 // publishDone publishes the run_done marker of run runID, ended with
-// status (see publishStatus), once per run when positions are tracked.
+// status (see publishStatus).
 func (h *threadHub) publishDone(threadID, runID string, retain bool, status string) {
-	data := marshalOutput(map[string]string{"status": "run_done", "run_id": runID})
-	if !h.positions {
-		h.publishStatus(threadID, "metadata", data, retain, status)
-		return
-	}
-	now := h.clock()
-	h.mu.Lock()
-	f := h.feed(threadID)
-	h.mu.Unlock()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.run(runID)
-	if r.done {
-		return
-	}
-	r.done, r.ended = true, now
-	f.appendLocked(h, "metadata", data, status, now, now.Add(h.ttl(retain)))
+	h.publishStatus(threadID, "metadata", runDoneData(runID), retain, status)
 }
 
-// runPosition returns where run runID's events stand in the thread's feed:
-// the position of its next event, whether it is done, and whether its last
-// event is an error event.
-func (h *threadHub) runPosition(threadID, runID string) (next int, done, lastError bool) {
+// runDoneData is the data of the run_done marker of run runID.
+func runDoneData(runID string) json.RawMessage {
+	return marshalOutput(map[string]string{"status": "run_done", "run_id": runID})
+}
+
+// publishEntry appends an entry of the thread's stored log to its feed
+// (h.stored), after the entries before it, by the one goroutine that
+// reads the stored logs (threadMirror): a run event under id (seq, 0),
+// a state update likewise, and a run's end as its run_done marker under
+// (seq, 1), preceded at (seq, 0) by the error told from the thread
+// (tellError, read when needed) when the run failed without an error
+// event. Events of a run after its end, or before the feed's position in
+// the run, are skipped; so is the end of a run none of whose events is in
+// the feed (a run cancelled before it started). Every process builds the
+// same feed, ids included, from the same log.
+func (h *threadHub) publishEntry(threadID string, e driver.ThreadLogEntry, tellError func() json.RawMessage) {
+	now := h.clock()
+	expires := now.Add(h.ttl(true))
 	h.mu.Lock()
 	f := h.feed(threadID)
 	h.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := f.run(runID)
-	return r.next, r.done, r.lastError
+	if e.Seq <= f.cursor {
+		return
+	}
+	f.cursor = e.Seq
+	id := feedID{ms: e.Seq}
+	switch {
+	case e.RunID == "":
+		f.appendLocked(h, id, e.Event, e.Data, "", now, expires)
+	case e.Pos >= 0:
+		r := f.run(e.RunID)
+		if r.done || e.Pos < r.next {
+			return
+		}
+		r.next, r.lastError = e.Pos+1, e.Event == "error"
+		f.appendLocked(h, id, e.Event, e.Data, "", now, expires)
+	case e.Event == driver.RunDoneEvent:
+		r := f.run(e.RunID)
+		if r.done {
+			return
+		}
+		r.done, r.ended = true, now
+		if r.next == 0 {
+			return
+		}
+		var status string
+		_ = json.Unmarshal(e.Data, &status)
+		if (status == RunError || status == RunTimeout) && !r.lastError {
+			// Only the mirror appends to the feed: it may be let go
+			// while the thread is read.
+			f.mu.Unlock()
+			data := tellError()
+			f.mu.Lock()
+			if len(data) > 0 && string(data) != "null" {
+				f.appendLocked(h, id, "error", data, "", now, expires)
+			}
+		}
+		f.appendLocked(h, feedID{ms: e.Seq, seq: 1}, "metadata", runDoneData(e.RunID), status, now, expires)
+	}
 }
 
 // run returns the position entry of a run, creating it; f.mu is held.
@@ -372,11 +417,18 @@ func (h *threadHub) ttl(retain bool) time.Duration {
 // starting after it sees what is published from now on. Without a feed it
 // is a bound below any id the next event can get: a feed is dropped only
 // once its events expired, seconds after the last one, so a new feed's ids,
-// from the clock, are greater.
+// from the clock, are greater. From the stored logs, it is after the last
+// entry the feed read (the mirror has caught up when it is asked).
 func (h *threadHub) lastID(threadID string) feedID {
 	now := h.clock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stored {
+		f := h.feed(threadID)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return feedID{ms: f.cursor, seq: math.MaxInt64}
+	}
 	if f := h.feeds[threadID]; f != nil {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -453,14 +505,17 @@ func (h *threadHub) prune(now time.Time) {
 func (f *threadFeed) append(h *threadHub, event string, data json.RawMessage, status string, now, expires time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.appendLocked(h, event, data, status, now, expires)
+	f.appendLocked(h, feedID{}, event, data, status, now, expires)
 }
 
-// appendLocked is append with f.mu held.
-func (f *threadFeed) appendLocked(h *threadHub, event string, data json.RawMessage, status string, now, expires time.Time) {
-	id := feedID{ms: now.UnixMilli()}
-	if id.ms <= f.last.ms {
-		id = feedID{ms: f.last.ms, seq: f.last.seq + 1}
+// appendLocked is append with f.mu held, under id when it is not zero
+// (an entry of a stored thread log, see publishEntry).
+func (f *threadFeed) appendLocked(h *threadHub, id feedID, event string, data json.RawMessage, status string, now, expires time.Time) {
+	if id == (feedID{}) {
+		id = feedID{ms: now.UnixMilli()}
+		if id.ms <= f.last.ms {
+			id = feedID{ms: f.last.ms, seq: f.last.seq + 1}
+		}
 	}
 	f.last = id
 	f.events = append(f.events, feedEvent{StreamEvent: StreamEvent{ID: id.String(), Event: event, Data: data}, id: id, expires: expires})
@@ -468,7 +523,7 @@ func (f *threadFeed) appendLocked(h *threadHub, event string, data json.RawMessa
 		f.drop(len(f.events) - threadFeedMax)
 	}
 	if f.v2.on {
-		f.appendV2(h, event, data, status, now, expires)
+		f.appendV2(h, id, event, data, status, now, expires)
 	}
 	close(f.wake)
 	f.wake = make(chan struct{})
@@ -499,15 +554,18 @@ func (f *threadFeed) start(after feedID) int {
 }
 
 // read returns the events from position pos on (from the oldest retained
-// when pos was dropped), the position after them, and a channel closed at
-// the next change.
-func (f *threadFeed) read(pos int) ([]StreamEvent, int, <-chan struct{}) {
+// when pos was dropped) whose ids are after after, the position after
+// them, and a channel closed at the next change. (The ids filter what a
+// feed dropped and made anew, read again from a stored log, holds.)
+func (f *threadFeed) read(pos int, after feedID) ([]StreamEvent, int, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pos = max(pos, f.base)
 	var out []StreamEvent
 	for _, e := range f.events[pos-f.base:] {
-		out = append(out, e.StreamEvent)
+		if e.id.after(after) {
+			out = append(out, e.StreamEvent)
+		}
 	}
 	return out, f.base + len(f.events), f.wake
 }

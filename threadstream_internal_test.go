@@ -23,7 +23,7 @@ func TestThreadHub(t *testing.T) {
 	now = now.Add(-time.Second)
 	h.publish("t", "d", data, false)
 	f := h.feeds["t"]
-	evs, next, _ := f.read(0)
+	evs, next, _ := f.read(0, feedID{ms: -1, seq: -1})
 	require.Equal(t, 4, next)
 	var ids []string
 	for _, ev := range evs {
@@ -42,7 +42,7 @@ func TestThreadHub(t *testing.T) {
 	// (and with it, the prefix after it) until its TTL.
 	now = now.Add(time.Second + endedLogGrace)
 	h.prune(now)
-	evs, next, _ = f.read(0)
+	evs, next, _ = f.read(0, feedID{ms: -1, seq: -1})
 	require.Equal(t, 4, next)
 	require.Len(t, evs, 3)
 	require.Equal(t, "b", evs[0].Event)
@@ -56,7 +56,7 @@ func TestThreadHub(t *testing.T) {
 	for range threadFeedMax + 5 {
 		h.publish("u", "e", data, true)
 	}
-	evs, next, _ = sub.read(0)
+	evs, next, _ = sub.read(0, feedID{ms: -1, seq: -1})
 	require.Len(t, evs, threadFeedMax)
 	require.Equal(t, threadFeedMax+5, next)
 	now = now.Add(time.Hour)

@@ -188,7 +188,7 @@ func (s *Server) ThreadCommand(ctx context.Context, threadID string, cmd ThreadC
 		if st.Checkpoint != nil && st.Checkpoint.CheckpointID != nil {
 			res["checkpoint"] = map[string]any{"id": *st.Checkpoint.CheckpointID, "ns": st.Checkpoint.CheckpointNS}
 		}
-		return &ThreadCommandResult{Result: res, AppliedThroughSeq: s.rq.logs.hub.seq.Load()}, nil
+		return s.applied(ctx, id, res)
 	case CommandStateListCheckpoints:
 		var p struct {
 			Namespace []string `json:"namespace"`
@@ -219,7 +219,7 @@ func (s *Server) ThreadCommand(ctx context.Context, threadID string, cmd ThreadC
 			}
 			list = append(list, e)
 		}
-		return &ThreadCommandResult{Result: map[string]any{"checkpoints": list}, AppliedThroughSeq: s.rq.logs.hub.seq.Load()}, nil
+		return s.applied(ctx, id, map[string]any{"checkpoints": list})
 	case CommandStateFork:
 		var p struct {
 			CheckpointID string          `json:"checkpoint_id"`
@@ -257,7 +257,7 @@ func (s *Server) ThreadCommand(ctx context.Context, threadID string, cmd ThreadC
 			status = "failed"
 		}
 		graphID, _ := t.Metadata["graph_id"].(string)
-		return &ThreadCommandResult{Result: map[string]any{"tree": map[string]any{"namespace": []string{}, "status": status, "graph_name": graphID}}, AppliedThroughSeq: s.rq.logs.hub.seq.Load()}, nil
+		return s.applied(ctx, id, map[string]any{"tree": map[string]any{"namespace": []string{}, "status": status, "graph_name": graphID}})
 	case CommandSubscriptionSubscribe, CommandSubscriptionUnsub, CommandSubscriptionReconnect:
 		return nil, cmdErr(CodeNotSupported, EBADREQUEST, "%s is a WebSocket command: over HTTP, subscribe with POST /threads/{thread_id}/stream/events.", cmd.Method)
 	case "":
@@ -303,6 +303,15 @@ func threadAssistant(t *Thread) string {
 	return g
 }
 
+// applied is the result of a command that caused no event.
+func (s *Server) applied(ctx context.Context, threadID string, result any) (*ThreadCommandResult, error) {
+	seq, err := s.ThreadEventsSeq(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	return &ThreadCommandResult{Result: result, AppliedThroughSeq: seq}, nil
+}
+
 // v2StartRun creates a run streaming what the thread events need. With
 // resume set, a thread waiting at an interrupt takes the input as the
 // resume value.
@@ -322,7 +331,11 @@ func (s *Server) v2StartRun(ctx context.Context, threadID string, rc RunCreate, 
 	rc.IfNotExists = IfNotExistsCreate
 	// Events of the run get a greater seq than this: a stream from here
 	// misses none of them.
-	seq := s.rq.logs.hub.enableV2(threadID, s.v2Keep())
+	s.rq.logs.hub.enableV2(threadID, s.v2Keep())
+	seq, err := s.ThreadEventsSeq(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
 	run, err := s.CreateRun(ctx, threadID, rc)
 	if err != nil {
 		return nil, err

@@ -56,8 +56,9 @@ var v2RunModes = []string{"values", "updates", "messages-tuple", "custom", "task
 // ThreadEvent is one protocol-v2 event of a thread.
 type ThreadEvent struct {
 	// Seq orders the events of a thread: it grows with each event (it is
-	// unique within this process, not dense within a thread). Subscribe with
-	// Since to get the events after one.
+	// unique within this process, not dense within a thread; with a stored
+	// thread log, it is made from the log's numbers, the same on every
+	// process). Subscribe with Since to get the events after one.
 	Seq int64
 	// EventID is the event's unique id; clients de-duplicate by it.
 	EventID string
@@ -503,27 +504,56 @@ func (t *v2Translator) end(status string) []v2Raw {
 	return out
 }
 
-// appendV2 derives the thread events of one stream part and appends them;
-// f.mu is held.
-func (f *threadFeed) appendV2(h *threadHub, event string, data json.RawMessage, status string, now, expires time.Time) {
+// v2PerEntry bounds the thread events one entry of a stored thread log
+// makes (a stream part, a run's end): their seqs are made from the
+// entry's id, v2Seq. Past it (a part closing tens of thousands of
+// messages at once), the rest are not sent.
+const v2PerEntry = 1 << 16
+
+// v2Seq is the seq of the i-th thread event made from the feed event id
+// of a stored thread log: the same on every process, growing with the id
+// (its sequence part is 0 or 1, see publishEntry). The log's numbers stay
+// below 2^35, so that seqs are exact in JavaScript numbers (2^53).
+func v2Seq(id feedID, i int) int64 {
+	return id.ms<<18 | id.seq<<16 | int64(i)
+}
+
+// v2SeqAfter is the greatest seq of the thread events made from the
+// entries of a stored thread log numbered up to last: a stream with since
+// set to it gets those of the later entries.
+func v2SeqAfter(last int64) int64 {
+	return v2Seq(feedID{ms: last + 1}, 0) - 1
+}
+
+// appendV2 derives the thread events of one stream part, whose feed event
+// id is id, and appends them; f.mu is held.
+func (f *threadFeed) appendV2(h *threadHub, id feedID, event string, data json.RawMessage, status string, now, expires time.Time) {
 	raws := f.v2.tr.translate(event, data, status)
-	for _, r := range raws {
+	if h.stored && len(raws) > v2PerEntry {
+		raws = raws[:v2PerEntry]
+	}
+	for i, r := range raws {
 		b, err := json.Marshal(r.data)
 		if err != nil {
 			continue
 		}
-		seq := h.seq.Add(1)
-		id := strconv.FormatInt(seq, 10)
+		var seq int64
+		if h.stored {
+			seq = v2Seq(id, i)
+		} else {
+			seq = h.seq.Add(1)
+		}
+		evID := strconv.FormatInt(seq, 10)
 		ts := now.UnixMilli()
 		ns := r.ns
 		if ns == nil {
 			ns = []string{}
 		}
-		raw, err := encodeThreadEvent(seq, id, r.method, ns, r.node, ts, b)
+		raw, err := encodeThreadEvent(seq, evID, r.method, ns, r.node, ts, b)
 		if err != nil {
 			continue
 		}
-		ev := ThreadEvent{Seq: seq, EventID: id, Method: r.method, Namespace: ns, Data: b, channel: eventChannel(r.method, r.data), raw: raw}
+		ev := ThreadEvent{Seq: seq, EventID: evID, Method: r.method, Namespace: ns, Data: b, channel: eventChannel(r.method, r.data), raw: raw}
 		if r.method == ChannelLifecycle && len(ns) == 0 && r.data.(map[string]any)["event"] == "running" {
 			f.v2.session = f.v2.base + len(f.v2.events)
 		}
@@ -532,6 +562,25 @@ func (f *threadFeed) appendV2(h *threadHub, event string, data json.RawMessage, 
 	if n := len(f.v2.events) - v2FeedMax; n > 0 {
 		f.dropV2(n)
 	}
+}
+
+// runStart returns the position of the root lifecycle "running" event of
+// run runID, or the end of the events when the run has not started in
+// them (its events all come later); the feed's mutex is held.
+func (l *v2Log) runStart(runID string) int {
+	for i, e := range slices.Backward(l.events) {
+		if e.ev.Method != ChannelLifecycle || len(e.ev.Namespace) > 0 {
+			continue
+		}
+		var d struct {
+			Event string `json:"event"`
+			RunID string `json:"run_id"`
+		}
+		if json.Unmarshal(e.ev.Data, &d) == nil && d.Event == "running" && d.RunID == runID {
+			return l.base + i
+		}
+	}
+	return l.base + len(l.events)
 }
 
 // dropV2 removes the n oldest thread events; f.mu is held.
@@ -568,9 +617,8 @@ func eventChannel(method string, data any) string {
 }
 
 // enableV2 turns on the thread events of a thread (creating its feed) and
-// keeps the feed for at least ttl. It returns the last seq given out, a
-// bound below the seq of every event derived from now on.
-func (h *threadHub) enableV2(threadID string, ttl time.Duration) int64 {
+// keeps the feed for at least ttl.
+func (h *threadHub) enableV2(threadID string, ttl time.Duration) {
 	now := h.clock()
 	h.mu.Lock()
 	f := h.feed(threadID)
@@ -581,7 +629,6 @@ func (h *threadHub) enableV2(threadID string, ttl time.Duration) int64 {
 	if k := now.Add(ttl); k.After(f.v2.keep) {
 		f.v2.keep = k
 	}
-	return h.seq.Load()
 }
 
 // ThreadEventsRequest is a subscription to a thread's events (the body of
@@ -725,6 +772,21 @@ func (s *Server) SubscribeThreadEvents(ctx context.Context, threadID string, req
 	}
 	hub := &s.rq.logs.hub
 	hub.enableV2(id, s.v2Keep())
+	if err := s.rq.catchUp(ctx, id); err != nil {
+		return nil, err
+	}
+	// From a stored log, a run's events reach the feed once it executes:
+	// the latest run may not be in it yet, and is looked up.
+	latest := ""
+	if hub.stored && req.Since == nil {
+		runs, err := s.storage.ListRuns(ctx, id, &RunSearch{Limit: 1})
+		if err != nil && ErrorCode(err) != ENOTFOUND {
+			return nil, err
+		}
+		if len(runs) > 0 {
+			latest = runs[0].RunID
+		}
+	}
 	st := &ThreadEventStream{ThreadID: id, s: s, req: req, since: -1}
 	hub.mu.Lock()
 	f := hub.feed(id)
@@ -734,6 +796,8 @@ func (s *Server) SubscribeThreadEvents(ctx context.Context, threadID string, req
 	case req.Since != nil:
 		st.since = *req.Since
 		st.pos = f.v2.base + sort.Search(len(f.v2.events), func(i int) bool { return f.v2.events[i].ev.Seq > st.since })
+	case latest != "":
+		st.pos = f.v2.runStart(latest)
 	default:
 		st.pos = max(f.v2.session, f.v2.base)
 	}
@@ -742,9 +806,28 @@ func (s *Server) SubscribeThreadEvents(ctx context.Context, threadID string, req
 	return st, nil
 }
 
-// ThreadEventSeq returns the last thread event seq given out: a stream
-// with Since set to it gets the events made from now on.
+// ThreadEventSeq returns the last thread event seq this process gave out,
+// over all threads: a stream with Since set to it gets the events made
+// from now on. With a stored thread log (the postgres driver), seqs are
+// per thread: use ThreadEventsSeq.
 func (s *Server) ThreadEventSeq() int64 { return s.rq.logs.hub.seq.Load() }
+
+// ThreadEventsSeq returns a seq of the thread's events such that a stream
+// of the thread with Since set to it gets the events made from now on,
+// and none before: without a stored thread log, the last seq this process
+// gave out (ThreadEventSeq); with one (the postgres driver), the greatest
+// seq the thread's log as stored so far makes, the same on every process.
+// It reads storage with a stored thread log.
+func (s *Server) ThreadEventsSeq(ctx context.Context, threadID string) (int64, error) {
+	if s.rq.mirror == nil {
+		return s.rq.logs.hub.seq.Load(), nil
+	}
+	last, err := s.rq.mirror.log.LastThreadSeq(ctx, threadID)
+	if err != nil {
+		return 0, err
+	}
+	return v2SeqAfter(last), nil
+}
 
 // v2Keep is how long a thread's events are kept after a v2 client touched
 // it.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -106,12 +107,14 @@ func (ws *wsSession) command(ctx context.Context, cmd graphserver.ThreadCommand)
 		if full {
 			return commandReply{Type: "error", ID: cmd.ID, Error: graphserver.CodeInvalidArgument, Message: "At most " + strconv.Itoa(maxWSSubscriptions) + " subscriptions per socket."}
 		}
-		id := "sub-" + rand.Text()
+		id := subscriptionID(req)
 		if err := ws.start(ctx, id, req); err != nil {
 			return commandReply{Type: "error", ID: cmd.ID, Error: graphserver.CommandErrorCode(err), Message: graphserver.ErrorMessage(err)}
 		}
-		ws.h.wsSubs.remember(id, ws.threadID, req)
-		return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{"subscription_id": id}, Meta: &commandMeta{AppliedThroughSeq: ws.h.srv.ThreadEventSeq()}}
+		if !strings.Contains(id, ".") {
+			ws.h.wsSubs.remember(id, ws.threadID, req)
+		}
+		return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{"subscription_id": id}, Meta: ws.meta(ctx)}
 	case graphserver.CommandSubscriptionUnsub:
 		var p struct {
 			SubscriptionID string `json:"subscription_id"`
@@ -150,12 +153,15 @@ func (ws *wsSession) start(ctx context.Context, id string, req graphserver.Threa
 // reconnect serves subscription.reconnect {run_id, last_event_id?,
 // subscriptions?}: a client whose socket broke opens a new one and asks
 // for the subscriptions it had (by id) with the events it missed. Each
-// subscription this process remembers for the thread is restored under
-// its id, replaying the events after last_event_id (without it, the
-// latest run's from its start), then live. The result says whether every
-// subscription asked for was restored; those that were not (unknown, made
-// on another process, or forgotten) the client subscribes again. run_id
-// must name a run of the thread.
+// subscription whose filter its id carries (subscriptionID), or that this
+// process remembers for the thread, is restored under its id, replaying
+// the events after last_event_id (without it, the latest run's from its
+// start), then live: on any process when the storage keeps the thread
+// logs (the postgres driver), whose seqs are the same on every process.
+// The result says whether every subscription asked for was restored;
+// those that were not (unknown, or with a filter too large for its id
+// made on another process or forgotten) the client subscribes again.
+// run_id must name a run of the thread.
 func (ws *wsSession) reconnect(ctx context.Context, cmd graphserver.ThreadCommand) commandReply {
 	fail := func(code, msg string) commandReply {
 		return commandReply{Type: "error", ID: cmd.ID, Error: code, Message: msg}
@@ -196,7 +202,10 @@ func (ws *wsSession) reconnect(ctx context.Context, cmd graphserver.ThreadComman
 			restored = append(restored, id)
 			continue
 		}
-		req, ok := ws.h.wsSubs.lookup(id, ws.threadID)
+		req, ok := subscriptionFilter(id)
+		if !ok {
+			req, ok = ws.h.wsSubs.lookup(id, ws.threadID)
+		}
 		if !ok || full {
 			continue
 		}
@@ -209,13 +218,49 @@ func (ws *wsSession) reconnect(ctx context.Context, cmd graphserver.ThreadComman
 	return commandReply{Type: "success", ID: cmd.ID, Result: map[string]any{
 		"restored":      len(p.Subscriptions) > 0 && len(restored) == len(p.Subscriptions),
 		"subscriptions": restored,
-	}, Meta: &commandMeta{AppliedThroughSeq: ws.h.srv.ThreadEventSeq()}}
+	}, Meta: ws.meta(ctx)}
+}
+
+// maxFilterInID bounds the encoded filter a subscription id carries.
+const maxFilterInID = 2048
+
+// subscriptionID makes the id of a new subscription with filter req:
+// "sub-<random>.<filter>", the filter (without since) as base64url JSON,
+// so that subscription.reconnect restores it on any process, from the id
+// alone, with no state kept (a client that makes one up gets what it
+// could subscribe to). A filter over maxFilterInID bytes encoded makes
+// "sub-<random>", which only this process's wsSubRegistry knows.
+func subscriptionID(req graphserver.ThreadEventsRequest) string {
+	id := "sub-" + rand.Text()
+	req.Since = nil
+	b, err := json.Marshal(req)
+	if err != nil || base64.RawURLEncoding.EncodedLen(len(b)) > maxFilterInID {
+		return id
+	}
+	return id + "." + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// subscriptionFilter returns the filter a subscription id carries
+// (subscriptionID), if it carries a valid one.
+func subscriptionFilter(id string) (graphserver.ThreadEventsRequest, bool) {
+	var req graphserver.ThreadEventsRequest
+	_, enc, ok := strings.Cut(id, ".")
+	if !ok || !strings.HasPrefix(id, "sub-") || len(enc) > maxFilterInID {
+		return req, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || json.Unmarshal(b, &req) != nil {
+		return req, false
+	}
+	req.Since = nil
+	return req, true
 }
 
 // wsSubRegistry remembers the filters of this process's recent WebSocket
-// subscriptions, by subscription id, so that subscription.reconnect on a
-// new socket can restore them. The oldest are forgotten once the filters
-// take more than wsSubsMemory bytes. The zero value is ready to use.
+// subscriptions whose ids do not carry them (subscriptionID), by
+// subscription id, so that subscription.reconnect on a new socket can
+// restore them. The oldest are forgotten once the filters take more than
+// wsSubsMemory bytes. The zero value is ready to use.
 type wsSubRegistry struct {
 	mu    sync.Mutex
 	m     map[string]wsSubRecord
@@ -299,6 +344,13 @@ func (ws *wsSession) pump(ctx, wctxBase context.Context, st *graphserver.ThreadE
 			return
 		}
 	}
+}
+
+// meta is the meta of a subscription command's reply: the thread's seq as
+// of now (0 when it cannot be read: subscriptions cause no events).
+func (ws *wsSession) meta(ctx context.Context) *commandMeta {
+	seq, _ := ws.h.srv.ThreadEventsSeq(ctx, ws.threadID)
+	return &commandMeta{AppliedThroughSeq: seq}
 }
 
 // write sends a command reply.

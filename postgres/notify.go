@@ -28,6 +28,9 @@ const (
 	// channelRunEvents: events of a run were stored; payload
 	// "<run id> <thread id>".
 	channelRunEvents = "graphserver_run_events"
+	// channelThreadEvents: an entry of a thread's own was stored in its
+	// log (a state update, a run's end); payload the thread id.
+	channelThreadEvents = "graphserver_thread_events"
 )
 
 // notifyTx sends a notification when tx commits (PostgreSQL delivers the
@@ -56,7 +59,7 @@ func (db *DB) Listen(ctx context.Context, fn func(driver.Notification)) error {
 		return fmt.Errorf("listen: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{channelRunQueued, channelRunEnded, channelCancel, channelRunEvents} {
+	for _, ch := range []string{channelRunQueued, channelRunEnded, channelCancel, channelRunEvents, channelThreadEvents} {
 		if _, err := conn.Exec(ctx, `LISTEN `+ch); err != nil {
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}
@@ -78,6 +81,8 @@ func (db *DB) Listen(ctx context.Context, fn func(driver.Notification)) error {
 		case channelRunEvents:
 			runID, threadID, _ := strings.Cut(n.Payload, " ")
 			fn(driver.Notification{Kind: graphserver.NotifyRunEvents, RunID: runID, ThreadID: threadID})
+		case channelThreadEvents:
+			fn(driver.Notification{Kind: graphserver.NotifyThreadEvents, ThreadID: n.Payload})
 		case channelCancel:
 			action, runID, _ := strings.Cut(n.Payload, " ")
 			fn(driver.Notification{Kind: graphserver.NotifyRunCancel, RunID: runID, Action: action})

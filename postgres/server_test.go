@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/graph"
 	"github.com/graphserver/graphserver/internal/graphtest"
 	"github.com/graphserver/graphserver/postgres"
 )
@@ -21,6 +22,21 @@ type cluster struct {
 	srvs  []*graphserver.Server
 	dbs   []*postgres.DB
 	block *graphtest.Blocking
+}
+
+// counterGraph is a one-channel engine graph ("count", last value) whose
+// node "inc" adds one: its state can be updated (UpdateThreadState).
+func counterGraph(t *testing.T) graphserver.Graph {
+	t.Helper()
+	g := graph.New(graph.Channels{"count": graph.LastValue()})
+	g.AddNode("inc", func(ctx context.Context, s graph.State) (any, error) {
+		n, _ := s["count"].(float64)
+		return graph.Update{"count": n + 1}, nil
+	})
+	g.AddEdge(graph.Start, "inc")
+	c, err := g.Compile(graph.CompileOptions{Name: "counter"})
+	require.NoError(t, err)
+	return c
 }
 
 // newCluster starts n servers on one fresh schema hosting a Blocking graph
@@ -41,7 +57,7 @@ func newClusterIdle(t *testing.T, n int, lease time.Duration, idle int) *cluster
 		srv, err := graphserver.New(graphserver.Options{
 			Storage:       db,
 			Logger:        slog.New(slog.DiscardHandler),
-			Graphs:        map[string]graphserver.Graph{"block": c.block},
+			Graphs:        map[string]graphserver.Graph{"block": c.block, "counter": counterGraph(t)},
 			PollInterval:  time.Hour,
 			LeaseDuration: lease,
 		})

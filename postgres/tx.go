@@ -329,13 +329,17 @@ func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.T
 	case graphserver.RunRunning:
 		return nil
 	}
-	return t.ended(ctx, threadID, runID, &waiting)
+	return t.ended(ctx, threadID, runID, status, &waiting)
 }
 
-// ended announces that run runID of threadID ended, and wakes the workers
-// of every process when the thread has a run waiting (waiting, when the
+// ended records in the thread's log that run runID of threadID ended
+// with status ("" when deleted), announces it, and wakes the workers of
+// every process when the thread has a run waiting (waiting, when the
 // caller knows; else it is read).
-func (t *txn) ended(ctx context.Context, threadID, runID string, waiting *bool) error {
+func (t *txn) ended(ctx context.Context, threadID, runID, status string, waiting *bool) error {
+	if err := recordRunEnd(ctx, t.tx, threadID, runID, status); err != nil {
+		return err
+	}
 	if err := notifyTx(ctx, t.tx, channelRunEnded, runID); err != nil {
 		return err
 	}
@@ -366,7 +370,7 @@ func (t *txn) DeleteRun(ctx context.Context, threadID, runID string) error {
 	if err := deleteRunTx(ctx, t.tx, threadID, runID); err != nil {
 		return err
 	}
-	return t.ended(ctx, threadID, runID, nil)
+	return t.ended(ctx, threadID, runID, "", nil)
 }
 
 // InsertWebhook implements driver.Tx.
