@@ -85,16 +85,20 @@ func (db *DB) CountRunEvents(ctx context.Context, runID string) (int, error) {
 }
 
 // PruneRunEvents implements driver.EventStorage. The entries of the
-// threads' own logs stored before endedBefore go too, and the counters of
-// threads that are gone.
+// threads' own logs stored before endedBefore go too (a run's end once its
+// run's events are gone), and those and the counters of threads that are
+// gone.
 func (db *DB) PruneRunEvents(ctx context.Context, endedBefore time.Time) (int, error) {
 	n, err := exec(ctx, db.pool, `DELETE FROM run_events AS e WHERE NOT EXISTS (SELECT 1 FROM runs AS r
 		WHERE r.run_id = e.run_id AND (r.status IN ('pending', 'running') OR r.updated_at >= ?))`, endedBefore)
 	if err != nil {
 		return 0, translate(fmt.Errorf("prune run events: %w", err))
 	}
-	m, err := exec(ctx, db.pool, `DELETE FROM thread_events AS e WHERE e.created_at < ?
-		OR NOT EXISTS (SELECT 1 FROM threads AS t WHERE t.thread_id = e.thread_id)`, endedBefore)
+	// A run's end goes only with its run's events, whose age is the
+	// run's (not the database clock's): a run's events read back without
+	// its end would leave the run open in the thread streams.
+	m, err := exec(ctx, db.pool, `DELETE FROM thread_events AS e WHERE NOT EXISTS (SELECT 1 FROM threads AS t WHERE t.thread_id = e.thread_id)
+		OR e.created_at < ? AND (e.run_id IS NULL OR NOT EXISTS (SELECT 1 FROM run_events AS r WHERE r.run_id = e.run_id))`, endedBefore)
 	if err != nil {
 		return 0, translate(fmt.Errorf("prune thread events: %w", err))
 	}
