@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/record"
@@ -674,6 +676,11 @@ func ParseNamespace(s string) []string {
 // canonicalObject returns a deep copy of v as decoded JSON (numbers become
 // float64), or EINVALID if v cannot be encoded as JSON.
 func canonicalObject(v Object) (Object, error) {
+	// A value decoded from a request body is canonical already: copying it
+	// is what encoding and decoding it again would give, for much less.
+	if c, ok := copyCanonical(map[string]any(v), 0); ok {
+		return Object(c.(map[string]any)), nil
+	}
 	b, err := json.Marshal(map[string]any(v))
 	if err != nil {
 		return nil, Errorf(EINVALID, "value cannot be encoded as JSON: %v", err)
@@ -683,6 +690,55 @@ func canonicalObject(v Object) (Object, error) {
 		return nil, fmt.Errorf("decode item value: %w", err)
 	}
 	return out, nil
+}
+
+// copyCanonicalDepthMax is how deep copyCanonical copies before it leaves
+// a value to the JSON round trip (which reports cyclic values).
+const copyCanonicalDepthMax = 100
+
+// copyCanonical returns a deep copy of v when v holds only what decoding
+// JSON yields and encoding it again keeps as it is: nil, bools, finite
+// float64s, valid UTF-8 strings, and non-nil map[string]any and []any of
+// those. ok is false for anything else (an int, a struct, a nil map, NaN),
+// which only a round trip through JSON makes canonical.
+func copyCanonical(v any, depth int) (c any, ok bool) {
+	if depth > copyCanonicalDepthMax {
+		return nil, false
+	}
+	switch v := v.(type) {
+	case nil, bool:
+		return v, true
+	case float64:
+		return v, !math.IsInf(v, 0) && !math.IsNaN(v)
+	case string:
+		return v, utf8.ValidString(v)
+	case map[string]any:
+		if v == nil {
+			return nil, false
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if !utf8.ValidString(k) {
+				return nil, false
+			}
+			if out[k], ok = copyCanonical(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case []any:
+		if v == nil {
+			return nil, false
+		}
+		out := make([]any, len(v))
+		for i, e := range v {
+			if out[i], ok = copyCanonical(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // canonicalJSON returns v as decoded JSON (string, float64, bool, nil,
@@ -797,7 +853,13 @@ func indexEntries(value Object, paths []string) ([]driver.ItemIndexEntry, error)
 		for _, v := range found {
 			text, ok := v.(string)
 			if !ok {
-				b, err := json.Marshal(v)
+				var b []byte
+				var err error
+				if m, isMap := v.(map[string]any); isMap && m != nil {
+					b, err = Object(m).AppendJSON(nil) // json.Marshal's text, without reflection ("$", the default)
+				} else {
+					b, err = json.Marshal(v)
+				}
 				if err != nil {
 					return nil, fmt.Errorf("encode indexed field %s: %w", p, err)
 				}

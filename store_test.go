@@ -3,6 +3,7 @@ package graphserver_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -465,3 +466,31 @@ func TestItemIndexJSON(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestPutItemStoresACanonicalCopy: the stored value is the JSON the caller's
+// value encodes to (a copy: changing the caller's map afterwards changes
+// nothing; Go numbers read back as JSON numbers), and a value JSON cannot
+// encode is EINVALID.
+func TestPutItemStoresACanonicalCopy(t *testing.T) {
+	t.Parallel()
+	b := storeSetup(t, graphserver.Options{})
+	ns := []string{"copy"}
+	nested := map[string]any{"list": []any{"a", 1.5, true, nil}}
+	value := graphserver.Object{"text": "the quick brown fox", "nested": nested}
+	require.NoError(t, b.srv.PutItem(b.ctx, graphserver.ItemPut{Namespace: ns, Key: "decoded", Value: value}))
+	nested["list"].([]any)[0] = "changed"
+	nested["added"] = 1.0
+	value["text"] = "changed"
+	it, err := b.srv.GetItem(b.ctx, ns, "decoded", nil)
+	require.NoError(t, err)
+	require.Equal(t, graphserver.Object{"text": "the quick brown fox", "nested": map[string]any{"list": []any{"a", 1.5, true, nil}}}, it.Value)
+
+	require.NoError(t, b.srv.PutItem(b.ctx, graphserver.ItemPut{Namespace: ns, Key: "go", Value: graphserver.Object{
+		"int": 3, "typed": []string{"x"}, "object": graphserver.Object{"a": 1}, "nil map": map[string]any(nil)}}))
+	it, err = b.srv.GetItem(b.ctx, ns, "go", nil)
+	require.NoError(t, err)
+	require.Equal(t, graphserver.Object{"int": 3.0, "typed": []any{"x"}, "object": map[string]any{"a": 1.0}, "nil map": nil}, it.Value)
+
+	err = b.srv.PutItem(b.ctx, graphserver.ItemPut{Namespace: ns, Key: "nan", Value: graphserver.Object{"deep": []any{map[string]any{"x": math.NaN()}}}})
+	storeRequireCode(t, err, graphserver.EINVALID)
+}

@@ -1,6 +1,7 @@
 package record_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -157,4 +158,34 @@ func TestItemAppendJSON(t *testing.T) {
 	got, err := (*record.Item)(nil).AppendJSON(nil)
 	require.NoError(t, err)
 	require.Equal(t, "null", string(got))
+}
+
+// FuzzObjectAppendJSON checks, on any JSON document decoded as the HTTP API
+// decodes request bodies (float64 numbers, and json.Number too), and on
+// strings of any bytes, that Object.AppendJSON gives exactly what
+// json.Marshal gives.
+func FuzzObjectAppendJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, `[1,"a",{"b":[true,null]}]`, `{"<k>":"é\u2028","n":-1.5e-7}`, `"\u0000\ud800"`, `1e21`, `[[[[[[]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		for _, useNumber := range []bool{false, true} {
+			var v any
+			dec := json.NewDecoder(bytes.NewReader(doc))
+			if useNumber {
+				dec.UseNumber()
+			}
+			if dec.Decode(&v) != nil {
+				v = string(doc) // not JSON: encode its bytes as a string
+			}
+			want, wantErr := json.Marshal(map[string]any{"v": v})
+			got, err := record.Object{"v": v}.AppendJSON(nil)
+			if wantErr != nil {
+				require.Error(t, err)
+				continue
+			}
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+		}
+	})
 }

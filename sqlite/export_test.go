@@ -85,6 +85,14 @@ func (db *DB) CheckpointForms(ctx context.Context, threadID string) ([]string, e
 	return out, err
 }
 
+// WaitingTexts counts the store texts waiting to be indexed
+// (store_fts_pending).
+func (db *DB) WaitingTexts(ctx context.Context) (int, error) {
+	var n int
+	err := db.reader.GetContext(ctx, &n, `SELECT count(*) FROM store_fts_pending`)
+	return n, err
+}
+
 // TraceStatements calls fn with the text of every statement the caching
 // connections of every DB run, until the returned function is called.
 func TraceStatements(fn func(query string)) (stop func()) {

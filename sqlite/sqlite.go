@@ -16,7 +16,10 @@
 // store item, create, claim and finish a run, put a checkpoint or pending
 // writes) queued while another commits are committed together, each in its
 // own savepoint, by a goroutine the DB owns. Every write is committed before
-// its method returns.
+// its method returns. A store item's full-text entry is committed with the
+// item but indexed (into FTS5) later, in batches, by another goroutine the
+// DB owns; a full-text search indexes what waits before it reads, so it
+// finds every committed put.
 //
 // Processes on one machine may share the file. A program that is the only
 // one to open it can say so (OpenOptions.Exclusive): its transactions then
@@ -86,6 +89,7 @@ type DB struct {
 	writer *sqlx.DB // one connection, BEGIN IMMEDIATE
 	reader *sqlx.DB // several query-only connections
 	group  *groupWriter
+	text   *textIndexer // indexes store texts in batches (textindex.go)
 
 	assistants assistantCache // decoded assistants, see GetAssistant
 	holder     *holderLock    // this DB's lease holder id and lock (holder.go)
@@ -218,6 +222,8 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	}
 	db.group = newGroupWriter()
 	go db.groupLoop()
+	db.text = newTextIndexer()
+	go db.textIndexLoop()
 	return db, nil
 }
 
@@ -235,6 +241,10 @@ func openPool(dsn string) (*sqlx.DB, error) {
 // close the Server first. Closing again returns the first result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		// The indexer writes through the group: stop it first. Texts still
+		// waiting are indexed after the next Open.
+		close(db.text.stop)
+		<-db.text.done
 		// Refuse new writes first: under a steady load the group loop
 		// would otherwise never find its queue empty and see stop.
 		db.group.mu.Lock()

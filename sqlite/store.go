@@ -34,6 +34,11 @@ type itemRow struct {
 
 const itemColumns = `id, namespace, key, value, created_at, updated_at, ttl_minutes`
 
+// dest is where Scan puts the itemColumns of a row.
+func (r *itemRow) dest() []any {
+	return []any{&r.ID, &r.Namespace, &r.Key, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes}
+}
+
 // item converts a row into a SearchItem (Score nil).
 func (r *itemRow) item() (graphserver.SearchItem, error) {
 	value, err := jsoncol.DecodeObject(r.Value)
@@ -84,7 +89,7 @@ func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	indexed := len(w.Index) > 0
 	// Grouped: the commit, most of the cost of a put, is shared with the
 	// writes queued meanwhile.
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var prev struct {
 			ID        int64          `db:"id"`
 			CreatedAt string         `db:"created_at"`
@@ -133,6 +138,9 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 				if _, err := tx.ExecContext(ctx, `DELETE FROM store_fts WHERE rowid = ?`, id); err != nil {
 					return fmt.Errorf("delete store text: %w", err)
 				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM store_fts_pending WHERE item_id = ?`, id); err != nil {
+					return fmt.Errorf("delete store text: %w", err)
+				}
 			}
 		}
 		for i, e := range w.Index {
@@ -145,12 +153,17 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 			}
 		}
 		if len(texts) > 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO store_fts (rowid, text) VALUES (?, ?)`, id, strings.Join(texts, "\n")); err != nil {
+			// Indexed later, with others (textindex.go).
+			if _, err := tx.ExecContext(ctx, `INSERT INTO store_fts_pending (item_id, text) VALUES (?, ?)`, id, strings.Join(texts, "\n")); err != nil {
 				return fmt.Errorf("insert store text: %w", err)
 			}
 		}
 		return nil
 	})
+	if err == nil && len(texts) > 0 {
+		db.textQueued()
+	}
+	return err
 }
 
 // GetItem implements driver.ItemStorage.
@@ -158,9 +171,17 @@ func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now t
 	nowS := formatTime(now)
 	var r itemRow
 	// One statement: no read transaction around it (its BEGIN and COMMIT
-	// would cost as much as the query).
-	err := db.reader.GetContext(ctx, &r, `SELECT `+itemColumns+` FROM store_items
-WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, strings.Join(namespace, "."), key, nowS)
+	// would cost as much as the query). Its context cannot be cancelled (a
+	// cancellable one costs database/sql a goroutine per query, more than
+	// this lookup): a done ctx fails the read before it starts, and waiting
+	// for a connection is short, each read holding one for microseconds.
+	qctx, err := uncancellable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = db.reader.QueryRowContext(qctx, `SELECT `+itemColumns+` FROM store_items
+WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, strings.Join(namespace, "."), key, nowS).
+		Scan(r.dest()...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -296,6 +317,10 @@ func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *itemWhere)
 	match := ftsQuery(q.Query)
 	if match == "" {
 		return nil, nil, nil
+	}
+	// The search sees every put committed before it.
+	if err := db.indexText(ctx); err != nil {
+		return nil, nil, err
 	}
 	var got []struct {
 		itemRow

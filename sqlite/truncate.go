@@ -11,8 +11,8 @@ import (
 
 // truncateStatements lists, per flag, the statements emptying its tables.
 // Thread deletion cascades to runs and checkpoints through foreign keys;
-// store_fts rows go with their items through a trigger, and are cleared
-// again here in case of orphans.
+// store_fts and store_fts_pending rows go with their items through a
+// trigger, and are cleared again here in case of orphans.
 var truncateStatements = []struct {
 	on    func(driver.TruncateOptions) bool
 	stmts []string
@@ -32,6 +32,7 @@ var truncateStatements = []struct {
 	{func(o driver.TruncateOptions) bool { return o.Store }, []string{
 		`DELETE FROM store_items`,
 		`DELETE FROM store_fts`,
+		`DELETE FROM store_fts_pending`,
 	}},
 }
 

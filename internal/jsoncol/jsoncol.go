@@ -10,12 +10,13 @@ import (
 	"github.com/graphserver/graphserver"
 )
 
-// Object renders an object for a JSON column; nil gives "{}".
+// Object renders an object for a JSON column; nil gives "{}". The text is
+// json.Marshal's (graphserver.Object.AppendJSON).
 func Object(o map[string]any) (string, error) {
-	if o == nil {
+	if len(o) == 0 {
 		return "{}", nil
 	}
-	b, err := json.Marshal(o)
+	b, err := graphserver.Object(o).AppendJSON(nil)
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
 	}
