@@ -84,25 +84,24 @@ func (db *DB) CountRunEvents(ctx context.Context, runID string) (int, error) {
 	return n, nil
 }
 
-// PruneRunEvents implements driver.EventStorage. The entries of the
-// threads' own logs stored before endedBefore go too, and the counters of
-// threads that are gone.
+// PruneRunEvents implements driver.EventStorage, in one statement. The
+// entries of the threads' own logs go too: a run's end with its run's
+// events (by the same rule, so that a run read back is never left open),
+// a state update stored before endedBefore, and the entries and counters
+// of threads that are gone.
 func (db *DB) PruneRunEvents(ctx context.Context, endedBefore time.Time) (int, error) {
-	n, err := exec(ctx, db.pool, `DELETE FROM run_events AS e WHERE NOT EXISTS (SELECT 1 FROM runs AS r
-		WHERE r.run_id = e.run_id AND (r.status IN ('pending', 'running') OR r.updated_at >= ?))`, endedBefore)
+	n, err := scalar[int](ctx, db.pool, `WITH re AS (DELETE FROM run_events AS e WHERE NOT EXISTS (SELECT 1 FROM runs AS r
+			WHERE r.run_id = e.run_id AND (r.status IN ('pending', 'running') OR r.updated_at >= $1)) RETURNING 1),
+		te AS (DELETE FROM thread_events AS e WHERE NOT EXISTS (SELECT 1 FROM threads AS t WHERE t.thread_id = e.thread_id)
+			OR CASE WHEN e.run_id IS NULL THEN e.created_at < $1
+				ELSE NOT EXISTS (SELECT 1 FROM runs AS r WHERE r.run_id = e.run_id AND (r.status IN ('pending', 'running') OR r.updated_at >= $1)) END
+			RETURNING 1),
+		ts AS (DELETE FROM thread_seqs AS s WHERE NOT EXISTS (SELECT 1 FROM threads AS t WHERE t.thread_id = s.thread_id))
+		SELECT (SELECT count(*) FROM re) + (SELECT count(*) FROM te)`, endedBefore)
 	if err != nil {
 		return 0, translate(fmt.Errorf("prune run events: %w", err))
 	}
-	m, err := exec(ctx, db.pool, `DELETE FROM thread_events AS e WHERE e.created_at < ?
-		OR NOT EXISTS (SELECT 1 FROM threads AS t WHERE t.thread_id = e.thread_id)`, endedBefore)
-	if err != nil {
-		return 0, translate(fmt.Errorf("prune thread events: %w", err))
-	}
-	if _, err := exec(ctx, db.pool, `DELETE FROM thread_seqs AS s
-		WHERE NOT EXISTS (SELECT 1 FROM threads AS t WHERE t.thread_id = s.thread_id)`); err != nil {
-		return 0, translate(fmt.Errorf("prune thread counters: %w", err))
-	}
-	return int(n + m), nil
+	return n, nil
 }
 
 // AppendThreadEvent implements driver.ThreadLogStorage in one statement,

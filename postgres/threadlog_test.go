@@ -368,3 +368,52 @@ func TestThreadEventsLatestRunAcrossProcesses(t *testing.T) {
 	require.Equal(t, []string{`lifecycle {"event":"running","run_id":"` + run.RunID + `"}`, `values {"n":1}`}, readN(t, got, 2))
 	c.block.Release()
 }
+
+// TestThreadLogPrune: the thread log is kept while its runs' logs are
+// (PruneRunEvents with a bound before the run's end keeps everything),
+// then goes with them; the counter stays while the thread does, so that
+// numbers keep growing, and goes with the thread.
+func TestThreadLogPrune(t *testing.T) {
+	t.Parallel()
+	requireURL(t)
+	c := newCluster(t, 1, time.Hour)
+	srv, db := c.srvs[0], c.dbs[0]
+	ctx := c.ctx
+	th, err := srv.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	_, err = srv.WaitRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "counter", Input: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	_, err = srv.UpdateThreadState(ctx, th.ThreadID, graphserver.ThreadStateUpdate{Values: json.RawMessage(`{"count":3}`), AsNode: "inc"})
+	require.NoError(t, err)
+	log, err := db.ThreadLog(ctx, th.ThreadID, 0, 100)
+	require.NoError(t, err)
+	last, err := db.LastThreadSeq(ctx, th.ThreadID)
+	require.NoError(t, err)
+	require.Equal(t, last, log[len(log)-1].Seq)
+	require.Equal(t, "state_update", log[len(log)-1].Event)
+	require.Equal(t, "run_done", log[len(log)-2].Event)
+	require.Equal(t, `"success"`, string(log[len(log)-2].Data))
+
+	_, err = db.PruneRunEvents(ctx, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	kept, err := db.ThreadLog(ctx, th.ThreadID, 0, 100)
+	require.NoError(t, err)
+	require.Equal(t, log, kept)
+
+	n, err := db.PruneRunEvents(ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, len(log), n)
+	kept, err = db.ThreadLog(ctx, th.ThreadID, 0, 100)
+	require.NoError(t, err)
+	require.Empty(t, kept)
+	still, err := db.LastThreadSeq(ctx, th.ThreadID)
+	require.NoError(t, err)
+	require.Equal(t, last, still, "the counter stays with the thread")
+
+	require.NoError(t, srv.DeleteThread(ctx, th.ThreadID))
+	_, err = db.PruneRunEvents(ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	gone, err := db.LastThreadSeq(ctx, th.ThreadID)
+	require.NoError(t, err)
+	require.Zero(t, gone)
+}

@@ -3,7 +3,8 @@
 // cancelled from C; a thread stream and a protocol-v2 threads.stream
 // subscriber on B follow a run executed on A; another run created on A is
 // streamed from B while A is killed with SIGKILL, and finishes on B or C,
-// B's stream carrying on.
+// B's stream carrying on; a thread stream read on B resumes on C after any
+// event id (the same ids on every server), with a state update made on C.
 // Needs GRAPHSERVER_POSTGRES_URL (.ci/run sets it); skips without it. Each
 // run of the file creates a database of its own and drops it after.
 import { test, before, after } from "node:test";
@@ -177,4 +178,74 @@ test("a run survives its server being killed: another one finishes it, the strea
   assert.deepEqual(final.data, state.values, "the stream ends with the final state");
   assert.equal(state.values.messages[0].content, "survive");
   assert.ok(state.values.messages.length > 1, "the graph ran to its end");
+});
+
+// sseFrames reads GET /threads/{id}/stream from a server over plain HTTP
+// (the SDK yields no ids) until a frame satisfies last, and returns the
+// frames as {id, event, data}.
+async function sseFrames(url, threadId, headers, last) {
+  const ctrl = new AbortController();
+  const res = await fetch(`${url}/threads/${threadId}/stream?stream_mode=run_modes&stream_mode=state_update`, { headers, signal: ctrl.signal });
+  assert.equal(res.status, 200);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const frames = [];
+  let buf = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended after ${frames.length} frames`);
+      buf += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        const f = {};
+        for (const line of block.split("\n")) {
+          const m = line.match(/^(id|event|data): ?(.*)$/);
+          if (m) f[m[1]] = m[1] === "data" ? JSON.parse(m[2]) : m[2];
+        }
+        if (!f.event) continue; // a heartbeat
+        frames.push(f);
+        if (last(f)) return frames;
+      }
+    }
+  } finally {
+    ctrl.abort();
+  }
+}
+
+// (After the previous test, A is dead: B and C remain.)
+test("a thread stream read on B resumes on C after any event id; a state update made on C reaches B", { skip, timeout: 60000 }, async () => {
+  const [, b, c] = servers.map((s) => s.client);
+  const thread = await c.threads.create();
+  const run = await c.runs.create(thread.thread_id, "agent", {
+    input: { messages: [human("resume")], sleep: { steps: 5, ms: 10 } },
+    streamMode: ["custom", "values"], streamResumable: true, config,
+  });
+  await c.runs.join(thread.thread_id, run.run_id);
+  await c.threads.updateState(thread.thread_id, { values: { messages: [human("edited")] }, asNode: "agent" });
+
+  const isUpdate = (f) => f.event === "state_update";
+  const full = await sseFrames(servers[1].url, thread.thread_id, { "Last-Event-ID": "-" }, isUpdate);
+  assert.deepEqual(full.at(-2).data, { status: "run_done", run_id: run.run_id });
+  assert.equal(full.at(-1).data.state.values.messages.at(-1).content, "edited", "C's state update, on B");
+  // The same ids on C: resumed after each event, C sends exactly the rest.
+  for (let k = 0; k < full.length - 1; k++) {
+    const rest = await sseFrames(servers[2].url, thread.thread_id, { "Last-Event-ID": full[k].id }, isUpdate);
+    assert.deepEqual(rest, full.slice(k + 1), `resumed on C after ${full[k].id}`);
+  }
+
+  // Through the SDK: B's thread stream in state_update mode carries C's update.
+  const ctrl = new AbortController();
+  try {
+    for await (const chunk of b.threads.joinStream(thread.thread_id, { lastEventId: "-", streamMode: ["state_update"], signal: ctrl.signal })) {
+      assert.equal(chunk.event, "state_update");
+      assert.equal(chunk.data.thread_id, thread.thread_id);
+      assert.equal(chunk.data.state.values.messages.at(-1).content, "edited");
+      break;
+    }
+  } finally {
+    ctrl.abort();
+  }
 });
