@@ -62,15 +62,16 @@ type runQueue struct {
 	recheckMu sync.Mutex
 	recheck   chan struct{} // closed when runs executing here must renew at once (recheckRuns)
 
-	wake chan struct{} // capacity 1: a run may be claimable
+	wake      chan struct{} // capacity 1: a run may be claimable
+	drain     chan struct{} // closed when the server begins draining
+	drainOnce sync.Once
+
 	// queued is set by signal (a run may wait in storage) and cleared by
 	// the dispatcher before each claim: a run that ends wakes the
 	// dispatcher only when set or when its thread has runs left
 	// (signalEnded), so that the common end (nothing queued) costs no
 	// claim query.
-	queued    atomic.Bool
-	drain     chan struct{} // closed when the server begins draining
-	drainOnce sync.Once
+	queued atomic.Bool
 
 	slots chan struct{} // one token per run executing here (Options.Workers)
 

@@ -19,8 +19,9 @@ import (
 
 // insertRun inserts r after checking its thread (see RunInsert): a missing
 // thread gives ENOTFOUND unless opts.CreateThread is set, then that thread
-// is inserted (at once, without looking for it, when opts.NewThread). When the thread has pending or running runs, the multitask
-// strategy r.MultitaskStrategy applies: reject gives ECONFLICT (with
+// is inserted (at once, without looking for it, when opts.NewThread). When
+// the thread has pending or running runs, the multitask strategy
+// r.MultitaskStrategy applies: reject gives ECONFLICT (with
 // MultitaskRejectMessage); interrupt and rollback cancel them (as
 // cancelRuns does) and report them; enqueue leaves them. The thread is
 // marked busy, opts.ThreadMetadata merged into its metadata, and its config
