@@ -337,6 +337,25 @@ func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *driver.Checkpoi
 	return c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp))
 }
 
+// PutCheckpoints implements driver.CheckpointBatcher: in one transaction
+// when the storage can (driver.RunCheckpointBatcher), else one by one.
+func (c *runCheckpointer) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.shut {
+		return errRunAbandoned
+	}
+	if b, ok := c.rc.(driver.RunCheckpointBatcher); ok {
+		return c.check(b.PutRunCheckpoints(ctx, c.runID, c.token, cps))
+	}
+	for _, cp := range cps {
+		if err := c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []driver.PendingWrite) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -8,6 +8,16 @@ import (
 	"github.com/graphserver/graphserver/record"
 )
 
+// CheckpointBatcher is an optional Checkpointer capability: saving
+// several checkpoints in one transaction, where PutCheckpoint takes one
+// each. The graph engine uses it for a run's input checkpoint and the one
+// after it, which follow each other with no node running between them.
+type CheckpointBatcher interface {
+	// PutCheckpoints saves cps in order, each as PutCheckpoint would (a
+	// checkpoint may be the parent of the next), all or none.
+	PutCheckpoints(ctx context.Context, cps []*CheckpointRecord) error
+}
+
 // Checkpointer persists a thread's checkpoints for a Graph. Storage drivers
 // implement it; the graph engine owns what a checkpoint means.
 //

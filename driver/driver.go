@@ -225,6 +225,15 @@ type RunCheckpointer interface {
 	PutRunWrites(ctx context.Context, runID, owner, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
 }
 
+// RunCheckpointBatcher is an optional RunCheckpointer capability: the
+// RunCheckpointer counterpart of CheckpointBatcher.
+type RunCheckpointBatcher interface {
+	// PutRunCheckpoints is PutRunCheckpoint for each of cps in order, in
+	// one transaction: all or none (ENOTFOUND, nothing saved, when owner
+	// does not hold the run).
+	PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*CheckpointRecord) error
+}
+
 // RunRecoverer is an optional RunStorage capability, detected with a type
 // assertion: recovering at once the running runs whose worker is known to
 // be gone, without waiting for their leases to expire. The sqlite driver

@@ -75,8 +75,9 @@ type runner struct {
 	track   tracker
 	saved   string // id of the last persisted checkpoint
 	save    *saveOp
-	final   *ckpt  // the checkpoint a completed run ended at
-	parent  string // parent id stored with the last persisted checkpoint
+	held    *heldSave // the input checkpoint, not yet handed to the checkpointer
+	final   *ckpt     // the checkpoint a completed run ended at
+	parent  string    // parent id stored with the last persisted checkpoint
 
 	resumeMap  map[string]any
 	nullResume func() (any, bool)
@@ -104,6 +105,13 @@ type runner struct {
 type saveOp struct {
 	done chan struct{}
 	err  error
+}
+
+// heldSave is an input checkpoint persist keeps to save with the next
+// checkpoint (see persist).
+type heldSave struct {
+	ctx  context.Context
+	recs []*driver.CheckpointRecord
 }
 
 func newRunner(g *Compiled, rc *runCtx, ns string) *runner {
@@ -140,17 +148,44 @@ func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
 	if err != nil {
 		return err
 	}
-	if err := r.waitSave(); err != nil {
+	if err := r.waitPut(); err != nil {
 		return err
 	}
 	r.parent, r.saved = r.saved, c.id
+	recs := []*driver.CheckpointRecord{rec}
+	if h := r.held; h != nil {
+		r.held, recs = nil, append(h.recs, rec)
+	}
+	async := r.rc.durability == "async" && !final
+	if _, ok := r.rc.cp.(driver.CheckpointBatcher); ok && async && c.metadata["source"] == "input" {
+		// Kept to go with the next checkpoint, in one transaction instead
+		// of two: the run's next step is its input's __start__ task, which
+		// runs no node (runTasks starts the save before a step that does,
+		// and waitSave before anything reads or builds on it).
+		r.held = &heldSave{ctx: ctx, recs: recs}
+		return nil
+	}
+	return r.put(ctx, recs, async)
+}
+
+// put saves recs, in the background when async (waitPut waits for it).
+func (r *runner) put(ctx context.Context, recs []*driver.CheckpointRecord, async bool) error {
 	op := &saveOp{done: make(chan struct{})}
 	r.save = op
 	put := func() {
 		defer close(op.done)
-		op.err = r.rc.cp.PutCheckpoint(context.WithoutCancel(ctx), rec)
+		ctx := context.WithoutCancel(ctx)
+		if b, ok := r.rc.cp.(driver.CheckpointBatcher); ok && len(recs) > 1 {
+			op.err = b.PutCheckpoints(ctx, recs)
+			return
+		}
+		for _, rec := range recs {
+			if op.err = r.rc.cp.PutCheckpoint(ctx, rec); op.err != nil {
+				return
+			}
+		}
 	}
-	if r.rc.durability == "async" && !final {
+	if async {
 		r.rc.wg.Go(put)
 		return nil
 	}
@@ -158,7 +193,30 @@ func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
 	return op.err
 }
 
+// flushHeld starts saving the held input checkpoint (in the background, as
+// persist would have).
+func (r *runner) flushHeld() error {
+	h := r.held
+	if h == nil {
+		return nil
+	}
+	if err := r.waitPut(); err != nil {
+		return err
+	}
+	r.held = nil
+	return r.put(h.ctx, h.recs, true)
+}
+
+// waitSave waits until every checkpoint persisted so far is saved.
 func (r *runner) waitSave() error {
+	if err := r.flushHeld(); err != nil {
+		return err
+	}
+	return r.waitPut()
+}
+
+// waitPut waits for the save in flight.
+func (r *runner) waitPut() error {
 	if r.save == nil {
 		return nil
 	}
@@ -273,6 +331,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 			r.emitInterrupt(nil, true)
 			return nil, r.exit(ctx, cs, nil, &interruptError{})
 		}
+		if !onlyStart(tasks) {
+			// A node runs: its input checkpoint is on its way first.
+			if err := r.flushHeld(); err != nil {
+				return nil, err
+			}
+		}
 		r.resumingStep = resuming && !advanced
 		err := r.runTasks(ctx, cs, tasks, step)
 		calls, cerr := r.calls.wait()
@@ -348,6 +412,12 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 	}
 	r.final = cs
 	return r.g.output(r.g.view(cs)), nil
+}
+
+// onlyStart reports whether tasks are a lone __start__ task, which runs
+// no node (it writes the run's input to the channels).
+func onlyStart(tasks []*task) bool {
+	return len(tasks) == 1 && tasks[0].name == Start
 }
 
 // exit persists what must survive a pause or failure, then returns err.

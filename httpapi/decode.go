@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -107,7 +108,12 @@ func jsonType(kind string) string {
 // queryBool reads a boolean query parameter: true/false/1/0/yes/no, any
 // case. Absent or empty gives def; anything else is EINVALID.
 func queryBool(r *http.Request, name string, def bool) (bool, error) {
-	v := r.URL.Query().Get(name)
+	return queryValuesBool(r.URL.Query(), name, def)
+}
+
+// queryValuesBool is queryBool on query values parsed already.
+func queryValuesBool(q url.Values, name string, def bool) (bool, error) {
+	v := q.Get(name)
 	switch strings.ToLower(v) {
 	case "":
 		return def, nil

@@ -22,11 +22,11 @@ func (h *handler) putItem(w http.ResponseWriter, r *http.Request) error {
 // getItem handles GET /store/items?namespace=a.b&key=k&refresh_ttl= (or
 // namespace=a&namespace=b); a missing item is 200 null.
 func (h *handler) getItem(w http.ResponseWriter, r *http.Request) error {
-	refresh, err := queryBool(r, "refresh_ttl", true)
+	q := r.URL.Query() // parsed once: this is the store's busiest read
+	refresh, err := queryValuesBool(q, "refresh_ttl", true)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
 	it, err := h.srv.GetItem(r.Context(), queryNamespace(q["namespace"]), q.Get("key"), &refresh)
 	if err != nil {
 		return err

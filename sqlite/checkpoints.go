@@ -291,15 +291,35 @@ func addSharedMetadata(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (
 // invalid JSON, a delta blob that is not an array or whose base version is
 // not stored.
 func (db *DB) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
-	if err := validCheckpoint(cp); err != nil {
-		return err
-	}
-	created := cp.CreatedAt
-	if created.IsZero() {
-		created = db.now()
+	return db.putCheckpoints(ctx, []*driver.CheckpointRecord{cp}, nil)
+}
+
+// PutCheckpoints implements driver.CheckpointBatcher: each of cps as
+// PutCheckpoint saves it, in one grouped write.
+func (db *DB) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
+	return db.putCheckpoints(ctx, cps, nil)
+}
+
+// putCheckpoints saves cps in order in one grouped write, each checking
+// lease when not nil.
+func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord, lease *runLease) error {
+	created := make([]time.Time, len(cps))
+	for i, cp := range cps {
+		if err := validCheckpoint(cp); err != nil {
+			return err
+		}
+		created[i] = cp.CreatedAt
+		if created[i].IsZero() {
+			created[i] = db.now()
+		}
 	}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created, nil)
+		for i, cp := range cps {
+			if err := putCheckpoint(ctx, tx, cp, created[i], lease); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -550,17 +570,13 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 // in a transaction that first checks that owner holds run runID (ENOTFOUND
 // when not).
 func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *driver.CheckpointRecord) error {
-	if err := validCheckpoint(cp); err != nil {
-		return err
-	}
-	created := cp.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	lease := &runLease{runID: runID, owner: owner}
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created, lease)
-	})
+	return db.PutRunCheckpoints(ctx, runID, owner, []*driver.CheckpointRecord{cp})
+}
+
+// PutRunCheckpoints implements driver.RunCheckpointBatcher: each of cps as
+// PutRunCheckpoint saves it, in one grouped write.
+func (db *DB) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
+	return db.putCheckpoints(ctx, cps, &runLease{runID: runID, owner: owner})
 }
 
 // PutRunWrites implements driver.RunCheckpointer: PutWrites for run

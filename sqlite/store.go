@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,21 +96,26 @@ func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 			ExpiresAt sql.NullString `db:"expires_at"`
 			Indexed   bool           `db:"indexed"`
 		}
+		// A new item takes one statement; when the key is taken (the
+		// insert does nothing), the item is read and replaced.
+		res, err := tx.ExecContext(ctx, `INSERT INTO store_items (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at, indexed)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, key) DO NOTHING`, ns, w.Key, value, formatTime(now), formatTime(now), ttl, expires, indexed)
+		if err != nil {
+			return fmt.Errorf("insert store item: %w", err)
+		}
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert store item: %w", err)
+		}
 		var id int64
-		err := tx.GetContext(ctx, &prev, `SELECT id, created_at, updated_at, expires_at, indexed FROM store_items WHERE namespace = ? AND key = ?`, ns, w.Key)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			res, err := tx.ExecContext(ctx, `INSERT INTO store_items (namespace, key, value, created_at, updated_at, ttl_minutes, expires_at, indexed)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ns, w.Key, value, formatTime(now), formatTime(now), ttl, expires, indexed)
-			if err != nil {
-				return fmt.Errorf("insert store item: %w", err)
-			}
+		if inserted == 1 {
 			if id, err = res.LastInsertId(); err != nil {
 				return fmt.Errorf("insert store item: %w", err)
 			}
-		case err != nil:
-			return fmt.Errorf("read store item: %w", err)
-		default:
+		} else {
+			if err := tx.GetContext(ctx, &prev, `SELECT id, created_at, updated_at, expires_at, indexed FROM store_items WHERE namespace = ? AND key = ?`, ns, w.Key); err != nil {
+				return fmt.Errorf("read store item: %w", err)
+			}
 			id = prev.ID
 			created := prev.CreatedAt
 			updated := now

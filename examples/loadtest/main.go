@@ -4,7 +4,7 @@
 // loopback. It prints one table row per path:
 //
 //	POST /threads                    create a thread
-//	PUT /store/items                 put a new item (no indexed fields)
+//	PUT /store/items                 put a new item (full-text indexed: the default)
 //	GET /store/items                 get one of 1,000 items
 //	POST /runs/wait                  stateless run of a one-node graph, to its result
 //	POST /threads/{id}/runs/wait     the same on a thread (checkpointed)

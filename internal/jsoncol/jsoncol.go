@@ -92,7 +92,9 @@ func Thread(t *graphserver.Thread) (*ThreadColumns, error) {
 	if c.Error, err = Raw(t.Error); err != nil {
 		return nil, err
 	}
-	if c.Interrupts, err = Value(Interrupts(t.Interrupts)); err != nil {
+	if len(t.Interrupts) == 0 {
+		c.Interrupts = "{}" // a new thread's: no reflection for it
+	} else if c.Interrupts, err = Value(t.Interrupts); err != nil {
 		return nil, err
 	}
 	return &c, nil
