@@ -434,8 +434,8 @@ func TestThreadStreamWindow(t *testing.T) {
 	require.NoError(t, err)
 	c.started(t)
 	// The run's log grows by 10,010 custom events (after its metadata and
-	// values, stored as the run went).
-	joined, err := a.JoinRunStream(ctx, th.ThreadID, run.RunID, graphserver.JoinStreamOptions{LastEventID: "-1"})
+	// values, stored as the run went: B reads them from storage).
+	joined, err := b.JoinRunStream(ctx, th.ThreadID, run.RunID, graphserver.JoinStreamOptions{LastEventID: "-1"})
 	require.NoError(t, err)
 	readN(t, collect(ctx, joined), 2)
 	const extra = 10010
