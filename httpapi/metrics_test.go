@@ -48,8 +48,22 @@ func scrape(t *testing.T, url string) families {
 // (name=value pairs), failing when there is none.
 func (f families) metric(t *testing.T, name string, want ...string) *dto.Metric {
 	t.Helper()
-	fam, ok := f[name]
+	_, ok := f[name]
 	require.True(t, ok, "family %s is missing", name)
+	m := f.find(name, want...)
+	if m == nil {
+		require.Failf(t, "no metric", "%s%v in %v", name, want, f[name].Metric)
+	}
+	return m
+}
+
+// find is metric, nil when there is none: for conditions polled until a
+// metric appears (a family is exported once it has a sample).
+func (f families) find(name string, want ...string) *dto.Metric {
+	fam, ok := f[name]
+	if !ok {
+		return nil
+	}
 next:
 	for _, m := range fam.Metric {
 		labels := map[string]string{}
@@ -64,7 +78,6 @@ next:
 		}
 		return m
 	}
-	require.Failf(t, "no metric", "%s%v in %v", name, want, fam.Metric)
 	return nil
 }
 
@@ -72,7 +85,18 @@ next:
 // histogram.
 func (f families) value(t *testing.T, name string, want ...string) float64 {
 	t.Helper()
-	m := f.metric(t, name, want...)
+	return metricValue(f.metric(t, name, want...))
+}
+
+// valueIs reports whether the metric exists and has value v (see value).
+func (f families) valueIs(v float64, name string, want ...string) bool {
+	m := f.find(name, want...)
+	return m != nil && metricValue(m) == v
+}
+
+// metricValue is the value of a counter or gauge, or the sample count of
+// a histogram.
+func metricValue(m *dto.Metric) float64 {
 	switch {
 	case m.Counter != nil:
 		return m.Counter.GetValue()
@@ -148,7 +172,7 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 200, do("POST", "/threads/"+blocked+"/runs", `{"assistant_id":"echo"}`))
 	require.Eventually(t, func() bool {
 		f := scrape(t, ts.URL)
-		return f.value(t, "graphserver_webhook_deliveries_total", "outcome=delivered") == 1
+		return f.valueIs(1, "graphserver_webhook_deliveries_total", "outcome=delivered")
 	}, 10*time.Second, 5*time.Millisecond)
 
 	f := scrape(t, ts.URL)
@@ -197,8 +221,8 @@ func TestMetrics(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		f := scrape(t, ts.URL)
-		return f.value(t, "graphserver_runs_ended_total", "status=interrupted") == 1 &&
-			f.value(t, "graphserver_http_streams_active") == 0 && f.value(t, "graphserver_runs_executing") == 0
+		return f.valueIs(1, "graphserver_runs_ended_total", "status=interrupted") &&
+			f.valueIs(0, "graphserver_http_streams_active") && f.valueIs(0, "graphserver_runs_executing")
 	}, 10*time.Second, 5*time.Millisecond)
 }
 
