@@ -442,6 +442,17 @@ func (m *threadMirror) retry(threadID string, ready []chan struct{}) {
 func (m *threadMirror) mirrorThread(ctx context.Context, threadID string) error {
 	hub := &m.q.logs.hub
 	after := hub.cursor(threadID)
+	if after == 0 {
+		// A new feed: the log's last threadFeedMax entries at most, what a
+		// feed retains. (A thread with more within the retention has its
+		// feeds start mid-run, where the v2 events of that run may differ
+		// between processes that started at different points.)
+		last, err := m.log.LastThreadSeq(ctx, threadID)
+		if err != nil {
+			return err
+		}
+		after = max(0, last-threadFeedMax)
+	}
 	var th *Thread // read once, when a failed run's error is told from it
 	tellError := func() json.RawMessage {
 		if th == nil {

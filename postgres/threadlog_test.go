@@ -417,3 +417,39 @@ func TestThreadLogPrune(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, gone)
 }
+
+// TestThreadStreamWindow: a thread stream opened on a process that did
+// not follow the thread replays the last 10,000 entries of its stored log
+// (what a feed retains), under the log's ids. (The process reads only
+// those from storage, not the whole log kept.)
+func TestThreadStreamWindow(t *testing.T) {
+	t.Parallel()
+	requireURL(t)
+	c := newCluster(t, 2, time.Hour)
+	a, b, db := c.srvs[0], c.srvs[1], c.dbs[0]
+	ctx := c.ctx
+	th, err := a.CreateThread(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	run, err := a.CreateRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	c.started(t)
+	// The run's log grows by 10,010 custom events (after its metadata and
+	// values, stored as the run went: B reads them from storage).
+	joined, err := b.JoinRunStream(ctx, th.ThreadID, run.RunID, graphserver.JoinStreamOptions{LastEventID: "-1"})
+	require.NoError(t, err)
+	readN(t, collect(ctx, joined), 2)
+	const extra = 10010
+	evs := make([]graphserver.StreamEvent, extra)
+	for i := range evs {
+		evs[i] = graphserver.StreamEvent{ID: strconv.Itoa(i + 2), Event: "custom", Data: json.RawMessage(strconv.Itoa(i))}
+	}
+	require.NoError(t, db.AppendRunEvents(ctx, run.RunID, evs))
+	last, err := db.LastThreadSeq(ctx, th.ThreadID)
+	require.NoError(t, err)
+
+	replay := joinThread(t, b, th.ThreadID, graphserver.ThreadStreamOptions{LastEventID: "-"})
+	first := readN(t, replay, 1)[0]
+	require.Equal(t, strconv.FormatInt(last-10000+1, 10)+"-0", first.ID, "B starts 10,000 entries before the end")
+	require.Equal(t, strconv.Itoa(extra-10000), string(first.Data))
+	c.block.Release()
+}
