@@ -213,7 +213,7 @@ func TestEventLogBounded(t *testing.T) {
 
 	st, err := srv.StreamRun(ctx, "", graphserver.RunCreate{AssistantID: "emit", StreamMode: []string{"custom"}, Input: json.RawMessage(`{}`)})
 	require.NoError(t, err)
-	_, err = st.Wait(ctx)
+	wantOut, err := st.Wait(ctx)
 	require.NoError(t, err)
 
 	// A reader from the start, too late: the first events are gone.
@@ -230,6 +230,10 @@ func TestEventLogBounded(t *testing.T) {
 	_, err = srv.JoinRunStream(ctx, "", st.Run.RunID, graphserver.JoinStreamOptions{})
 	require.ErrorIs(t, err, graphserver.ErrEventsDropped)
 	require.Contains(t, graphserver.ErrorMessage(err), "before id ")
+	// A join reads no event: it gets the run's output all the same.
+	out, err := srv.JoinRun(ctx, "", st.Run.RunID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantOut), string(out))
 
 	// A resume from a recent id gets every event after it, in order.
 	last := events // metadata, then the custom events (the only mode asked for): ids 0..events

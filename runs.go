@@ -121,6 +121,10 @@ type JoinStreamOptions struct {
 	// CancelOnDisconnect cancels the run (action interrupt) when the consumer
 	// stops reading before the run ends.
 	CancelOnDisconnect bool
+	// WaitOnly says the stream will only be waited on (RunStream.Wait), not
+	// read: it is not refused when the run's log dropped events
+	// (Options.MaxEventLogBytes), since waiting for the output needs none.
+	WaitOnly bool
 }
 
 // StreamEvent is one event of a run's stream. ID is its position in the
@@ -460,7 +464,7 @@ func (s *Server) cancelFilter(ctx context.Context, threadID string, runIDs []str
 // a run that already ended it returns the thread's current values (or its
 // error). ENOTFOUND when the run does not exist.
 func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawMessage, error) {
-	st, err := s.JoinRunStream(ctx, threadID, runID, JoinStreamOptions{})
+	st, err := s.JoinRunStream(ctx, threadID, runID, JoinStreamOptions{WaitOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +477,8 @@ func (s *Server) JoinRun(ctx context.Context, threadID, runID string) (json.RawM
 // followed through storage: metadata, then an error event if it failed (see
 // RunStream.Events). ENOTFOUND when the run does not exist; EINVALID for an
 // unknown stream mode; ErrEventsDropped (EUNAVAILABLE) when the events
-// asked for are no longer held (Options.MaxEventLogBytes).
+// asked for are no longer held (Options.MaxEventLogBytes), unless
+// opts.WaitOnly.
 func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts JoinStreamOptions) (*RunStream, error) {
 	for _, m := range opts.StreamMode {
 		if !slices.Contains(streamModesAll, m) {
@@ -508,7 +513,7 @@ func (s *Server) JoinRunStream(ctx context.Context, threadID, runID string, opts
 		log = nil
 	}
 	from := parseLastEventID(opts.LastEventID)
-	if log != nil {
+	if log != nil && !opts.WaitOnly {
 		if _, _, _, err := log.read(from); err != nil {
 			return nil, err // the events asked for were dropped: refuse before streaming
 		}

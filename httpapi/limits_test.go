@@ -21,7 +21,8 @@ import (
 // detail, before any run is created; a freed slot is taken again. A join
 // that needs events a run's log dropped (graphserver
 // Options.MaxEventLogBytes) is 503 with a detail naming the first event
-// held. (413 for bodies and 422 for depth and filters: TestBadInputEveryRoute.)
+// held; a join of the run's output (GET .../join) needs no event and is
+// answered. (413 for bodies and 422 for depth and filters: TestBadInputEveryRoute.)
 func TestLimits(t *testing.T) {
 	t.Parallel()
 	t.Run("MaxStreams", func(t *testing.T) {
@@ -76,5 +77,8 @@ func TestLimits(t *testing.T) {
 		require.Contains(t, b, `"detail":"Events of this run before id `)
 		// A resume from the last event id is served (nothing after it).
 		e.call(t, "GET", "/threads/"+threads[0].ThreadID+"/runs/"+runs[0].RunID+"/stream", "", http.StatusOK, "Last-Event-ID", "100")
+		// A join reads no event: it answers the run's output all the same.
+		joined := e.call(t, "GET", "/threads/"+threads[0].ThreadID+"/runs/"+runs[0].RunID+"/join", "", http.StatusOK)
+		require.JSONEq(t, `{"a":1}`, strings.TrimSpace(joined))
 	})
 }

@@ -181,7 +181,7 @@ func (h *handler) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	st, err := h.srv.JoinRunStream(r.Context(), tid, rid, graphserver.JoinStreamOptions{})
+	st, err := h.srv.JoinRunStream(r.Context(), tid, rid, graphserver.JoinStreamOptions{WaitOnly: true})
 	if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
 		return writeNoContent(w) // rolled back: nothing left to show
 	} else if err != nil {
@@ -207,7 +207,7 @@ func (h *handler) cancelRuns(w http.ResponseWriter, r *http.Request) error {
 // joinRun handles GET /threads/{thread_id}/runs/{run_id}/join.
 func (h *handler) joinRun(w http.ResponseWriter, r *http.Request) error {
 	tid, rid := r.PathValue("thread_id"), r.PathValue("run_id")
-	st, err := h.srv.JoinRunStream(r.Context(), tid, rid, graphserver.JoinStreamOptions{})
+	st, err := h.srv.JoinRunStream(r.Context(), tid, rid, graphserver.JoinStreamOptions{WaitOnly: true})
 	if err != nil {
 		return err
 	}
