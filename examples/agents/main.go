@@ -41,11 +41,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/httpapi"
+	"github.com/graphserver/graphserver/postgres"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -88,7 +91,7 @@ func graphs() (map[string]graphserver.Graph, error) {
 func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8124", "address to listen on (127.0.0.1:0 picks a free port)")
-	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit)")
+	dbPath := fs.String("db", "", "SQLite database file (default: a new temp file, removed at exit), or a postgres:// URL")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,7 +103,16 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		defer os.RemoveAll(dir)
 		*dbPath = filepath.Join(dir, "graphserver.db")
 	}
-	db, err := sqlite.Open(*dbPath)
+	var db interface {
+		driver.Storage
+		Close() error
+	}
+	var err error
+	if strings.HasPrefix(*dbPath, "postgres://") || strings.HasPrefix(*dbPath, "postgresql://") {
+		db, err = postgres.Open(ctx, *dbPath) // several processes may serve one database
+	} else {
+		db, err = sqlite.Open(*dbPath)
+	}
 	if err != nil {
 		return err
 	}

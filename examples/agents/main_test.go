@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver/internal/cmdtest"
@@ -17,9 +21,48 @@ import (
 // start runs the agents server on a free port with a fresh database.
 func start(t *testing.T) *cmdtest.Server {
 	t.Helper()
+	return startDB(t, filepath.Join(t.TempDir(), "gs.db"))
+}
+
+// startDB runs the agents server on a free port on database db (-db).
+func startDB(t *testing.T, db string) *cmdtest.Server {
+	t.Helper()
 	return cmdtest.Start(t, func(ctx context.Context, args []string, stdout io.Writer) error {
 		return run(ctx, args, stdout, slog.New(slog.DiscardHandler))
-	}, "-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "gs.db"))
+	}, "-addr", "127.0.0.1:0", "-db", db)
+}
+
+// TestAgentsPostgres: -db takes a postgres:// URL (a fresh schema of the
+// database GRAPHSERVER_POSTGRES_URL names), and the agents answer from it.
+func TestAgentsPostgres(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv("GRAPHSERVER_POSTGRES_URL")
+	if url == "" {
+		t.Skip("PostgreSQL skipped: set GRAPHSERVER_POSTGRES_URL (for example postgres://postgres@127.0.0.1:5432/test) to run it")
+	}
+	ctx := context.WithoutCancel(t.Context())
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	schema := fmt.Sprintf("agents_%d", time.Now().UnixNano())
+	_, err = admin.Exec(ctx, `CREATE SCHEMA `+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := admin.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`)
+		require.NoError(t, err)
+		require.NoError(t, admin.Close(ctx))
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s := startDB(t, url+sep+"search_path="+schema)
+	var out struct{ Messages []message }
+	require.Equal(t, http.StatusOK, cmdtest.Do(t, "POST", s.URL+"/runs/wait",
+		`{"assistant_id": "react", "input": {"messages": [{"role": "user", "content": "What is the weather in Paris?"}]}}`, &out))
+	require.Equal(t, "Here is what I found: It's always sunny in Paris!", out.Messages[len(out.Messages)-1].Content)
+	var n int // the agents' system assistants live in PostgreSQL
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.assistants WHERE graph_id = 'react'`).Scan(&n))
+	require.Equal(t, 1, n)
 }
 
 type message struct {
