@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"log/slog"
 	"testing"
 	"time"
@@ -103,18 +104,27 @@ func next(t *testing.T, ch <-chan graphserver.StreamEvent) graphserver.StreamEve
 
 // collect runs a stream's Events into a channel, closed at its end.
 func collect(ctx context.Context, st *graphserver.RunStream) <-chan graphserver.StreamEvent {
-	ch := make(chan graphserver.StreamEvent, 64)
+	return pump(st.Events(ctx), same)
+}
+
+// pump runs the events of a stream into a channel, each as conv makes it;
+// the channel is closed when the stream ends or fails.
+func pump[E, T any](events iter.Seq2[E, error], conv func(E) T) <-chan T {
+	ch := make(chan T, 256)
 	go func() {
 		defer close(ch)
-		for ev, err := range st.Events(ctx) {
+		for ev, err := range events {
 			if err != nil {
 				return
 			}
-			ch <- ev
+			ch <- conv(ev)
 		}
 	}()
 	return ch
 }
+
+// same is pump's conv that keeps events as they are.
+func same[E any](ev E) E { return ev }
 
 // TestCrossProcess runs one run's life across servers sharing a database:
 // created and executed on A, its events streamed live from B (the stored

@@ -20,17 +20,7 @@ import (
 // threadEvents runs a thread stream's Events, ids included, into a
 // channel.
 func threadEvents(ctx context.Context, st *graphserver.ThreadStream) <-chan graphserver.StreamEvent {
-	ch := make(chan graphserver.StreamEvent, 256)
-	go func() {
-		defer close(ch)
-		for ev, err := range st.Events(ctx) {
-			if err != nil {
-				return
-			}
-			ch <- ev
-		}
-	}()
-	return ch
+	return pump(st.Events(ctx), same)
 }
 
 // joinThread opens a thread stream on srv and runs it into a channel
@@ -199,17 +189,7 @@ func TestThreadEventsResumeAcrossProcesses(t *testing.T) {
 		r.Since = &since
 		st, err := srv.SubscribeThreadEvents(ctx, th.ThreadID, r)
 		require.NoError(t, err)
-		ch := make(chan graphserver.ThreadEvent, 256)
-		go func() {
-			defer close(ch)
-			for ev, err := range st.Events(ctx) {
-				if err != nil {
-					return
-				}
-				ch <- ev
-			}
-		}()
-		return ch
+		return pump(st.Events(ctx), same)
 	}
 	before, err := b.ThreadEventsSeq(ctx, th.ThreadID)
 	require.NoError(t, err)

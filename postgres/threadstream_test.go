@@ -18,33 +18,13 @@ type item struct{ Event, Data string }
 
 // threadItems runs a thread stream's Events into a channel.
 func threadItems(ctx context.Context, st *graphserver.ThreadStream) <-chan item {
-	ch := make(chan item, 64)
-	go func() {
-		defer close(ch)
-		for ev, err := range st.Events(ctx) {
-			if err != nil {
-				return
-			}
-			ch <- item{ev.Event, string(ev.Data)}
-		}
-	}()
-	return ch
+	return pump(st.Events(ctx), func(ev graphserver.StreamEvent) item { return item{ev.Event, string(ev.Data)} })
 }
 
 // v2Items runs a protocol-v2 subscription into a channel, each event as
 // "<method> <data>".
 func v2Items(ctx context.Context, st *graphserver.ThreadEventStream) <-chan string {
-	ch := make(chan string, 64)
-	go func() {
-		defer close(ch)
-		for ev, err := range st.Events(ctx) {
-			if err != nil {
-				return
-			}
-			ch <- ev.Method + " " + string(ev.Data)
-		}
-	}()
-	return ch
+	return pump(st.Events(ctx), func(ev graphserver.ThreadEvent) string { return ev.Method + " " + string(ev.Data) })
 }
 
 // readUntil reads from ch until an item holds, failing after a while.
