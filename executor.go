@@ -22,6 +22,9 @@ type runOutcome struct {
 	err      error // error or timeout
 	state    *ThreadState
 	final    *ThreadState // reported by a StateRunner graph, nil if not
+	// deferred are the last checkpoints the graph left to the run's end
+	// (driver.CheckpointDeferrer), not saved yet.
+	deferred []*driver.CheckpointRecord
 	tracker  *outputTracker
 	graph    Graph
 	cfg      Object
@@ -231,6 +234,7 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 	runCtx, stop := context.WithTimeoutCause(ctx, q.maxRunTime, errRunTimeout)
 	defer stop()
 	final, err := q.runBounded(runCtx, run.RunID, g, gr, emit, gate)
+	out.deferred = gate.takeDeferred()
 	var cause error
 	if runCtx.Err() != nil {
 		cause = context.Cause(runCtx)
@@ -313,8 +317,35 @@ type runCheckpointer struct {
 	runID, token string
 	cancel       context.CancelCauseFunc
 
-	mu   sync.RWMutex // held for reading by each write, for writing by shut
-	shut bool
+	mu       sync.RWMutex // held for reading by each write, for writing by shut and DeferCheckpoints
+	shut     bool
+	deferred []*driver.CheckpointRecord // to save with the run's end (DeferCheckpoints)
+}
+
+// DeferCheckpoints implements driver.CheckpointDeferrer: cps wait for the
+// run's end (takeDeferred), which saves them in the transaction recording
+// it. Once shut, it refuses them, as it refuses writes.
+func (c *runCheckpointer) DeferCheckpoints(cps []*driver.CheckpointRecord) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut {
+		return false
+	}
+	c.deferred = append(c.deferred, cps...)
+	return true
+}
+
+// takeDeferred returns the checkpoints DeferCheckpoints took, and refuses
+// more: the run's graph is done. It is safe on a nil *runCheckpointer.
+func (c *runCheckpointer) takeDeferred() []*driver.CheckpointRecord {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.deferred
+	c.deferred, c.shut = nil, true
+	return d
 }
 
 // shut refuses the writes to come, once the writes in flight are done. It
@@ -458,6 +489,15 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 			s.logger.Warn("store run events", "run_id", run.RunID, "err", err)
 		}
 	}
+	if len(out.deferred) > 0 && !out.rollback && (out.status != RunSuccess || out.final == nil) {
+		// Only a run that succeeded with its state known saves them with
+		// its end (below); any other end that keeps the run's writes, or
+		// reads the state back, needs them saved first.
+		if err := q.saveDeferred(bg, run.RunID, token, out.deferred); err != nil && ErrorCode(err) != ENOTFOUND {
+			s.logger.Error("save run checkpoints", "run_id", run.RunID, "err", err)
+		}
+		out.deferred = nil
+	}
 	if out.status == "" && !out.rollback {
 		// Released: the server is closing or another claim took the run over.
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrServerClosed) {
@@ -474,7 +514,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	}
 
 	f := &driver.RunFinish{RunID: run.RunID, ThreadID: run.ThreadID, Owner: token, Status: out.status,
-		Delete: out.rollback, DeleteThread: run.Kwargs.Temporary, Now: now}
+		Delete: out.rollback, DeleteThread: run.Kwargs.Temporary, Checkpoints: out.deferred, Now: now}
 	var errJSON json.RawMessage
 	if out.err != nil {
 		errJSON = q.runErrorJSON(run.RunID, out.err)
@@ -535,6 +575,21 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	if f.Webhook != nil {
 		q.hooks.signal()
 	}
+}
+
+// saveDeferred saves checkpoints a run's graph left to its end, while
+// owner holds the run (ENOTFOUND when not), in one transaction when the
+// storage can.
+func (q *runQueue) saveDeferred(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
+	if b, ok := q.storage.(driver.RunCheckpointBatcher); ok {
+		return b.PutRunCheckpoints(ctx, runID, owner, cps)
+	}
+	for _, cp := range cps {
+		if err := q.storage.PutRunCheckpoint(ctx, runID, owner, cp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // endLost ends the log of an execution that lost its run: released when

@@ -322,6 +322,12 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 		if err != nil {
 			return err
 		}
+		if len(f.Checkpoints) > 0 && !f.Delete && !f.DeleteThread {
+			// After the lease check: they are the run's, saved only if it ends held.
+			if err := tx.PutCheckpoints(ctx, f.Checkpoints); err != nil {
+				return err
+			}
+		}
 		switch {
 		case f.DeleteThread:
 			if err := tx.DeleteThread(ctx, threadID); err != nil {

@@ -18,6 +18,19 @@ type CheckpointBatcher interface {
 	PutCheckpoints(ctx context.Context, cps []*CheckpointRecord) error
 }
 
+// CheckpointDeferrer is an optional Checkpointer capability: the last
+// checkpoints of a run whose graph completed are saved with the run's end,
+// in the transaction that records it (RunFinish.Checkpoints), instead of
+// in one of their own. The Server's run checkpointer implements it; the
+// graph engine hands over its root graph's last checkpoints when a run
+// completes.
+type CheckpointDeferrer interface {
+	// DeferCheckpoints takes cps (in order) to save with the run's end. It
+	// reports false, keeping nothing, when it cannot: the caller then saves
+	// them itself.
+	DeferCheckpoints(cps []*CheckpointRecord) bool
+}
+
 // Checkpointer persists a thread's checkpoints for a Graph. Storage drivers
 // implement it; the graph engine owns what a checkpoint means.
 //

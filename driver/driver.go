@@ -98,6 +98,13 @@ type Tx interface {
 	InsertWebhook(ctx context.Context, d *WebhookDelivery, now time.Time) error
 	// FireCron is CronStorage.FireCron inside the transaction.
 	FireCron(ctx context.Context, f *CronFiring) (bool, error)
+
+	// PutCheckpoints saves cps in order as Checkpointer.PutCheckpoint
+	// saves each (EINVALID, ENOTFOUND likewise), recording each as written
+	// by its RunID (see RunCheckpointer). It checks no lease: the caller
+	// checks it in the same transaction (HeldRun, EndHeldRun), as the end of
+	// a run does for the checkpoints it saves (RunFinish.Checkpoints).
+	PutCheckpoints(ctx context.Context, cps []*CheckpointRecord) error
 }
 
 // HeldRunEnder is implemented by a Tx that ends a run its owner holds in

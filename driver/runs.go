@@ -123,6 +123,9 @@ type SweptRun struct {
 //   - DeleteThread: the thread is deleted with its runs and checkpoints
 //     (stateless runs with on_completion delete).
 //   - Webhook (when non-nil) is added to the outbox.
+//   - Checkpoints (the run's last ones, which its graph handed over through
+//     CheckpointDeferrer) are saved, once the run's lease is checked, unless
+//     the run or its thread is deleted.
 type RunFinish struct {
 	RunID        string
 	ThreadID     string
@@ -132,6 +135,7 @@ type RunFinish struct {
 	Summary      *ThreadSummary
 	DeleteThread bool
 	Webhook      *WebhookDelivery
+	Checkpoints  []*CheckpointRecord
 	Now          time.Time
 }
 

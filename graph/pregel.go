@@ -75,7 +75,7 @@ type runner struct {
 	track   tracker
 	saved   string // id of the last persisted checkpoint
 	save    *saveOp
-	held    *heldSave // the input checkpoint, not yet handed to the checkpointer
+	held    *heldSave // checkpoints persisted, not yet handed to the checkpointer
 	final   *ckpt     // the checkpoint a completed run ended at
 	parent  string    // parent id stored with the last persisted checkpoint
 
@@ -157,11 +157,14 @@ func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
 		r.held, recs = nil, append(h.recs, rec)
 	}
 	async := r.rc.durability == "async" && !final
-	if _, ok := r.rc.cp.(driver.CheckpointBatcher); ok && async && c.metadata["source"] == "input" {
+	_, batches := r.rc.cp.(driver.CheckpointBatcher)
+	_, defers := r.rc.cp.(driver.CheckpointDeferrer)
+	if (async && batches) || (final && defers && r == r.rc.root) {
 		// Kept to go with the next checkpoint, in one transaction instead
-		// of two: the run's next step is its input's __start__ task, which
-		// runs no node (runTasks starts the save before a step that does,
-		// and waitSave before anything reads or builds on it).
+		// of two, or with the run's end (endSave): the save starts before
+		// the next step that runs a node (runTasks; a run's input is
+		// followed by its __start__ task, which runs none), and waitSave
+		// ends it before anything reads or builds on it.
 		r.held = &heldSave{ctx: ctx, recs: recs}
 		return nil
 	}
@@ -205,6 +208,25 @@ func (r *runner) flushHeld() error {
 	}
 	r.held = nil
 	return r.put(h.ctx, h.recs, true)
+}
+
+// endSave ends the saves of a graph that completed. The root graph of a
+// run hands the checkpoints it still holds to a CheckpointDeferrer, which
+// saves them with the run's end, in the transaction recording it; else,
+// and for a subgraph, they are saved now (waitSave).
+func (r *runner) endSave() error {
+	d, ok := r.rc.cp.(driver.CheckpointDeferrer)
+	if !ok || r != r.rc.root || r.held == nil {
+		return r.waitSave()
+	}
+	if err := r.waitPut(); err != nil {
+		return err
+	}
+	if !d.DeferCheckpoints(r.held.recs) {
+		return r.waitSave()
+	}
+	r.held = nil
+	return nil
 }
 
 // waitSave waits until every checkpoint persisted so far is saved.
@@ -407,7 +429,7 @@ func (r *runner) run(ctx context.Context, input any, hasInput bool, cmd *graphse
 	if err := r.persist(ctx, cs, true); err != nil {
 		return nil, err
 	}
-	if err := r.waitSave(); err != nil {
+	if err := r.endSave(); err != nil {
 		return nil, err
 	}
 	r.final = cs

@@ -293,6 +293,25 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 	return &runRefs(rows)[0], nil
 }
 
+// PutCheckpoints implements driver.Tx.
+func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
+	for _, cp := range cps {
+		if err := validCheckpoint(cp); err != nil {
+			return err
+		}
+	}
+	for _, cp := range cps {
+		created := cp.CreatedAt
+		if created.IsZero() {
+			created = t.db.now()
+		}
+		if err := putCheckpoint(ctx, t.tx, cp, created, "", ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ExpiredRuns implements driver.Tx. The runs and their threads are
 // locked without waiting, skipping those another process is sweeping or
 // finishing.

@@ -303,15 +303,9 @@ func (db *DB) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 // putCheckpoints saves cps in order in one grouped write, each checking
 // lease when not nil.
 func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord, lease *runLease) error {
-	created := make([]time.Time, len(cps))
-	for i, cp := range cps {
-		if err := validCheckpoint(cp); err != nil {
-			return err
-		}
-		created[i] = cp.CreatedAt
-		if created[i].IsZero() {
-			created[i] = db.now()
-		}
+	created, err := db.checkpointTimes(cps)
+	if err != nil {
+		return err
 	}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		for i, cp := range cps {
@@ -321,6 +315,22 @@ func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 		}
 		return nil
 	})
+}
+
+// checkpointTimes validates cps and returns their creation times (now for
+// those without one).
+func (db *DB) checkpointTimes(cps []*driver.CheckpointRecord) ([]time.Time, error) {
+	created := make([]time.Time, len(cps))
+	for i, cp := range cps {
+		if err := validCheckpoint(cp); err != nil {
+			return nil, err
+		}
+		created[i] = cp.CreatedAt
+		if created[i].IsZero() {
+			created[i] = db.now()
+		}
+	}
+	return created, nil
 }
 
 // validCheckpoint checks what PutCheckpoint checks before writing.

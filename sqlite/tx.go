@@ -273,6 +273,20 @@ func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now t
 	return threadID, nil
 }
 
+// PutCheckpoints implements driver.Tx.
+func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
+	created, err := t.db.checkpointTimes(cps)
+	if err != nil {
+		return err
+	}
+	for i, cp := range cps {
+		if err := putCheckpoint(ctx, t.tx, cp, created[i], nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ExpiredRuns implements driver.Tx.
 func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]driver.RunRef, error) {
 	var rows []runRefRow

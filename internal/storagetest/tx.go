@@ -299,6 +299,54 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
 
+	// Tx.PutCheckpoints saves checkpoints in order (a parent before its
+	// child) as the run's, checking no lease, and nothing of a failing call:
+	// what the end of a run saves (RunFinish.Checkpoints).
+	t.Run("PutCheckpoints", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		cp := func(id, parent, v string) *driver.CheckpointRecord {
+			return &driver.CheckpointRecord{ThreadID: "t1", RunID: "r1", CheckpointID: id, ParentCheckpointID: parent,
+				CreatedAt: at(5), ChannelVersions: map[string]string{"n": v},
+				NewBlobs: []driver.ChannelBlob{blob("n", v, "", v)}, Body: json.RawMessage(`{}`)}
+		}
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.InsertRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)})
+		})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c1", "", "1"), cp("c2", "c1", "2")})
+		})
+		got, err := st.GetCheckpoint(t.Context(), "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c2", got.CheckpointID)
+		require.Equal(t, "c1", got.ParentCheckpointID)
+		require.Equal(t, "r1", got.RunID)
+		requireValues(t, map[string]string{"n": `2`}, got.Values)
+
+		// Invalid or of a missing thread: an error, and nothing saved.
+		bad := cp("c4", "c3", "4")
+		bad.Body = json.RawMessage(`{`)
+		err = st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "3"), bad})
+		})
+		requireCode(t, err, graphserver.EINVALID)
+		missing := cp("m1", "", "1")
+		missing.ThreadID = "missing"
+		err = st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "3"), missing})
+		})
+		requireCode(t, err, graphserver.ENOTFOUND)
+		_, err = st.GetCheckpoint(t.Context(), "t1", "", "c3")
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		// They are the run's: deleting it (a rollback) deletes them.
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.DeleteRun(ctx, "t1", "r1")
+		})
+		_, err = st.GetCheckpoint(t.Context(), "t1", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+	})
+
 	t.Run("WebhookAndCron", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
