@@ -308,8 +308,10 @@ func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 		return err
 	}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		var prev *putChain
 		for i, cp := range cps {
-			if err := putCheckpoint(ctx, tx, cp, created[i], lease); err != nil {
+			var err error
+			if prev, err = putCheckpoint(ctx, tx, cp, created[i], lease, prev); err != nil {
 				return err
 			}
 		}
@@ -377,18 +379,33 @@ const checkpointKnownQuery = `SELECT t.tid,
 		?6 IS NULL OR EXISTS (SELECT 1 FROM runs WHERE run_id = ?6 AND lease_owner = ?7 AND status = 'running') AS held
 	FROM checkpoint_threads AS t WHERE t.thread_id = ?5`
 
+// putChain is what putCheckpoint knows of the checkpoint it wrote, for the
+// next one of the same transaction when that is its child.
+type putChain struct {
+	tid    int64
+	ns, id string
+	locs   map[string]chanLoc
+	shared string // shared metadata, and its mid
+	mid    int64
+}
+
 // putCheckpoint writes cp (validated) in tx: one query for what it needs to
 // know (thread key, channels of the parent and of the checkpoint replaced,
 // shared metadata, the lease of run when not nil: ENOTFOUND when it is not
-// held), one statement per new blob, one for the row.
-func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, run *runLease) error {
+// held), one statement per new blob, one for the row. With prev (what the
+// transaction's previous put returned) naming cp's parent and cp's shared
+// metadata, the query is skipped: the parent's channels are prev's, the
+// lease was checked in this transaction, and a checkpoint replaced (an id
+// taken already, which a run's new checkpoints never have) has the blobs
+// cp needs found by placer.scan instead.
+func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, run *runLease, prev *putChain) (*putChain, error) {
 	inline, shared, runFlag, err := splitMetadata(cp.Metadata, cp.RunID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	body := "null"
-	if len(cp.Body) > 0 {
-		body = string(cp.Body)
+	if prev != nil && prev.ns == cp.NS && prev.id == cp.ParentCheckpointID && prev.id != cp.CheckpointID && prev.shared == shared {
+		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}}
+		return writeCheckpoint(ctx, tx, &p, cp, created, inline, shared, prev.mid, runFlag)
 	}
 	var known struct {
 		TID    int64          `db:"tid"`
@@ -407,22 +424,22 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 		// The thread's first checkpoint: the lease is checked alone.
 		if run != nil {
 			if err := holdsRun(ctx, tx, run.runID, run.owner); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if known.TID, err = ensureThreadKey(ctx, tx, cp.ThreadID); err != nil {
-			return err
+			return nil, err
 		}
 	} else if err != nil {
-		return fmt.Errorf("put checkpoint: %w", err)
+		return nil, fmt.Errorf("put checkpoint: %w", err)
 	} else if !known.Held {
-		return leaseLost(run.runID)
+		return nil, leaseLost(run.runID)
 	}
 	tid := known.TID
 	mid := known.MID.Int64
 	if shared != "" && !known.MID.Valid {
 		if mid, err = addSharedMetadata(ctx, tx, tid, shared); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}}
@@ -432,21 +449,29 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 		}
 		locs, err := decodeChannels(chans.String)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.known = append(p.known, locs)
 	}
+	return writeCheckpoint(ctx, tx, &p, cp, created, inline, shared, mid, runFlag)
+}
+
+// writeCheckpoint stores cp's new blobs through p and cp's row, and returns
+// what the next put of the transaction may reuse.
+func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.CheckpointRecord, created time.Time,
+	inline, shared string, mid int64, runFlag bool) (*putChain, error) {
 	for _, b := range cp.NewBlobs {
 		if err := p.put(b); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	locs := make(map[string]chanLoc, len(cp.ChannelVersions))
 	for ch, v := range cp.ChannelVersions {
 		l, ok := p.find(ch, v)
 		if !ok {
+			var err error
 			if l, ok, err = p.scan(ch, v); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if !ok {
@@ -456,7 +481,11 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 	}
 	channels, err := jsoncol.Value(locs)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	body := "null"
+	if len(cp.Body) > 0 {
+		body = string(cp.Body)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (tid, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
 			created_at, metadata, shared_metadata, metadata_run_id, channels, body)
@@ -465,12 +494,12 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 			parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
 			created_at = excluded.created_at, metadata = excluded.metadata, shared_metadata = excluded.shared_metadata,
 			metadata_run_id = excluded.metadata_run_id, channels = excluded.channels, body = excluded.body`,
-		tid, cp.NS, checkpointID(cp.CheckpointID), checkpointID(cp.ParentCheckpointID), checkpointID(cp.RunID),
+		p.tid, cp.NS, checkpointID(cp.CheckpointID), checkpointID(cp.ParentCheckpointID), checkpointID(cp.RunID),
 		createdAtColumn(cp.CheckpointID, created), inline, mid, runFlag, channels, body)
 	if err != nil {
-		return fmt.Errorf("put checkpoint: %w", err)
+		return nil, fmt.Errorf("put checkpoint: %w", err)
 	}
-	return nil
+	return &putChain{tid: p.tid, ns: cp.NS, id: cp.CheckpointID, locs: locs, shared: shared, mid: mid}, nil
 }
 
 // placer stores the blobs of one checkpoint in their chains.
@@ -1143,5 +1172,6 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
 		cp.NewBlobs = append(cp.NewBlobs, driver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
 	}
-	return putCheckpoint(ctx, tx, cp, cp.CreatedAt, nil)
+	_, err = putCheckpoint(ctx, tx, cp, cp.CreatedAt, nil, nil)
+	return err
 }

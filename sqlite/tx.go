@@ -279,8 +279,9 @@ func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 	if err != nil {
 		return err
 	}
+	var prev *putChain
 	for i, cp := range cps {
-		if err := putCheckpoint(ctx, t.tx, cp, created[i], nil); err != nil {
+		if prev, err = putCheckpoint(ctx, t.tx, cp, created[i], nil, prev); err != nil {
 			return err
 		}
 	}

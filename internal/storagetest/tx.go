@@ -313,27 +313,46 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.InsertRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)})
 		})
+		// c2 keeps c1's version of channel k: its blob is c1's.
+		c1 := cp("c1", "", "1")
+		c1.ChannelVersions["k"] = "1"
+		c1.NewBlobs = append(c1.NewBlobs, blob("k", "1", "", `"kept"`))
+		c2 := cp("c2", "c1", "2")
+		c2.ChannelVersions["k"] = "1"
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c1", "", "1"), cp("c2", "c1", "2")})
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{c1, c2})
 		})
 		got, err := st.GetCheckpoint(t.Context(), "t1", "", "")
 		require.NoError(t, err)
 		require.Equal(t, "c2", got.CheckpointID)
 		require.Equal(t, "c1", got.ParentCheckpointID)
 		require.Equal(t, "r1", got.RunID)
-		requireValues(t, map[string]string{"n": `2`}, got.Values)
+		requireValues(t, map[string]string{"n": `2`, "k": `"kept"`}, got.Values)
+
+		// A child replacing a checkpoint (c2 again, after x1) finds the
+		// blobs only the replaced one had.
+		x1 := cp("x1", "c1", "3")
+		c2again := cp("c2", "x1", "4")
+		c2again.ChannelVersions["k"] = "1"
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{x1, c2again})
+		})
+		got, err = st.GetCheckpoint(t.Context(), "t1", "", "c2")
+		require.NoError(t, err)
+		require.Equal(t, "x1", got.ParentCheckpointID)
+		requireValues(t, map[string]string{"n": `4`, "k": `"kept"`}, got.Values)
 
 		// Invalid or of a missing thread: an error, and nothing saved.
-		bad := cp("c4", "c3", "4")
+		bad := cp("c4", "c3", "5")
 		bad.Body = json.RawMessage(`{`)
 		err = st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
-			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "3"), bad})
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "5"), bad})
 		})
 		requireCode(t, err, graphserver.EINVALID)
 		missing := cp("m1", "", "1")
 		missing.ThreadID = "missing"
 		err = st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
-			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "3"), missing})
+			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "5"), missing})
 		})
 		requireCode(t, err, graphserver.ENOTFOUND)
 		_, err = st.GetCheckpoint(t.Context(), "t1", "", "c3")
