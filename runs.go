@@ -745,7 +745,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 		return nil, nil, err
 	}
 	if stateless {
-		threadID = uuid.NewString()
+		threadID = newThreadID()
 	}
 	runID := uuid.Must(uuid.NewV7()).String()
 	filter, err := s.authFilter(ctx, "threads", "create_run", &RunRequest{ThreadID: threadID, RunID: runID, RunCreate: rc})

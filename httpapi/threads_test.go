@@ -90,9 +90,10 @@ func TestThreads(t *testing.T) {
 	}
 }
 
-// TestThreadIDIsUUID: the server names a thread with a UUIDv7, as the
-// LangGraph JS server does (the Python one mints v4; wire-contract.md, IDs),
-// so that an id minted later sorts after the earlier ones.
+// TestThreadIDIsUUID: the server names a thread (a stateless run's
+// temporary one too) with a UUIDv7, as the LangGraph JS server does (the
+// Python one mints v4; wire-contract.md, IDs), so that an id minted later
+// sorts after the earlier ones.
 func TestThreadIDIsUUID(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
@@ -104,4 +105,7 @@ func TestThreadIDIsUUID(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, uuidv7, copied.ThreadID)
 	require.Less(t, first.ThreadID, copied.ThreadID)
+	stateless, err := srv.CreateRun(t.Context(), "", graphserver.RunCreate{AssistantID: "agent"})
+	require.NoError(t, err)
+	require.Regexp(t, uuidv7, stateless.ThreadID, "a stateless run's temporary thread")
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,70 +120,165 @@ func arrayInner(data []byte) (inner []byte, ok bool) {
 // the thread does not exist; EINVALID for missing ids, invalid JSON, a delta
 // blob that is not an array or whose base version is not stored.
 func (db *DB) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
-	if err := validCheckpoint(cp); err != nil {
-		return err
+	return db.putCheckpoints(ctx, []*driver.CheckpointRecord{cp}, "", "")
+}
+
+// PutCheckpoints implements driver.CheckpointBatcher: each of cps as
+// PutCheckpoint saves it, in one transaction of two round trips.
+func (db *DB) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
+	return db.putCheckpoints(ctx, cps, "", "")
+}
+
+// putCheckpoints validates cps, then saves them in order in one
+// transaction; with a runID, only while owner holds that run.
+func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord, runID, owner string) error {
+	created := make([]time.Time, len(cps))
+	for i, cp := range cps {
+		if err := validCheckpoint(cp); err != nil {
+			return err
+		}
+		created[i] = cp.CreatedAt
+		if created[i].IsZero() {
+			created[i] = db.now()
+		}
 	}
-	created := cp.CreatedAt
-	if created.IsZero() {
-		created = db.now()
+	if len(cps) == 0 {
+		return nil
 	}
 	return db.writeTx(ctx, func(tx pgx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created, "", "")
+		return putCheckpointsTx(ctx, tx, cps, created, runID, owner)
 	})
 }
 
-// putCheckpoint writes cp (validated) in tx; with a runID, only while
-// owner holds that run (holdsRun). What it reads (the lease, the thread,
-// the channels of the parent and replaced checkpoints, ids for the new
-// blobs) is one statement, and its inserts go with the commit (pipeTx):
-// two round trips in all.
+// putCheckpoint writes cp (validated) in tx, as putCheckpointsTx.
 func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, created time.Time, runID, owner string) error {
+	return putCheckpointsTx(ctx, tx, []*driver.CheckpointRecord{cp}, []time.Time{created}, runID, owner)
+}
+
+// cpKey names a checkpoint: thread, namespace, id.
+type cpKey [3]string
+
+// knownQueries caches knownQuery by number of checkpoints (at most
+// knownChunk).
+var knownQueries sync.Map
+
+// knownQuery is what putCheckpointsTx reads before writing n checkpoints,
+// in one statement: whether the run is held (its row share-locked for the
+// rest of the transaction, holdsRun), ids for the new blobs, then for each
+// checkpoint whether its thread exists and the channels of its parent and
+// of the checkpoint it replaces.
+func knownQuery(n int) string {
+	if q, ok := knownQueries.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT
+		(? = '' OR EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running' FOR SHARE)),
+		(SELECT array_agg(nextval('checkpoint_blob_ids')) FROM generate_series(1, ?::int))`)
+	for range n {
+		b.WriteString(`,
+		EXISTS (SELECT 1 FROM threads WHERE thread_id = ?),
+		(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?),
+		(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?)`)
+	}
+	q := rebind(b.String())
+	knownQueries.Store(n, q)
+	return q
+}
+
+// putCheckpointsTx writes cps (validated) in order in tx; with a runID,
+// only while owner holds that run (holdsRun). What it reads (the lease,
+// the threads, the channels of the parent and replaced checkpoints, ids
+// for the new blobs) is one statement for up to knownChunk checkpoints (a
+// parent or replaced checkpoint earlier in cps is known without reading),
+// and its inserts go with the commit (pipeTx): two round trips in all.
+func putCheckpointsTx(ctx context.Context, tx pgx.Tx, cps []*driver.CheckpointRecord, created []time.Time, runID, owner string) error {
+	written := map[cpKey]map[string]chanLoc{} // the channels of cps written so far
+	for len(cps) > 0 {
+		n := min(len(cps), knownChunk)
+		if err := putChunk(ctx, tx, cps[:n], created[:n], runID, owner, written); err != nil {
+			return err
+		}
+		cps, created = cps[n:], created[n:]
+	}
+	return nil
+}
+
+// knownChunk bounds the checkpoints one knownQuery reads for (and so its
+// size and the number of statements cached).
+const knownChunk = 16
+
+// putChunk is putCheckpointsTx for at most knownChunk checkpoints, adding
+// the channels of those it writes to written.
+func putChunk(ctx context.Context, tx pgx.Tx, cps []*driver.CheckpointRecord, created []time.Time, runID, owner string,
+	written map[cpKey]map[string]chanLoc) error {
+	blobs := 0
+	args := []any{runID, runID, owner, 0}
+	for _, cp := range cps {
+		blobs += len(cp.NewBlobs)
+		args = append(args, cp.ThreadID, cp.ThreadID, cp.NS, cp.ParentCheckpointID, cp.ThreadID, cp.NS, cp.CheckpointID)
+	}
+	args[3] = blobs
+	var held bool
+	var ids []int64
+	exists := make([]bool, len(cps))
+	chans := make([][2]*string, len(cps)) // parent, self
+	dest := []any{&held, &ids}
+	for i := range cps {
+		dest = append(dest, &exists[i], &chans[i][0], &chans[i][1])
+	}
+	if err := tx.QueryRow(ctx, knownQuery(len(cps)), args...).Scan(dest...); err != nil {
+		return fmt.Errorf("put checkpoint: %w", err)
+	}
+	if len(ids) != blobs {
+		return fmt.Errorf("put checkpoint: %d blob ids taken for %d blobs", len(ids), blobs)
+	}
+	if !held {
+		return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
+	}
+	for i, cp := range cps {
+		if !exists[i] {
+			return threadNotFound(cp.ThreadID)
+		}
+		p := placer{ctx: ctx, tx: tx, threadID: cp.ThreadID, ns: cp.NS, placed: map[[2]string]chanLoc{}, ids: ids[:len(cp.NewBlobs)]}
+		ids = ids[len(cp.NewBlobs):]
+		for j, id := range []string{cp.ParentCheckpointID, cp.CheckpointID} {
+			if locs, ok := written[cpKey{cp.ThreadID, cp.NS, id}]; ok {
+				p.known = append(p.known, locs)
+				continue
+			}
+			if chans[i][j] == nil {
+				continue
+			}
+			locs, err := decodeChannels(*chans[i][j])
+			if err != nil {
+				return err
+			}
+			p.known = append(p.known, locs)
+		}
+		locs, err := putCheckpointRow(&p, cp, created[i])
+		if err != nil {
+			return err
+		}
+		written[cpKey{cp.ThreadID, cp.NS, cp.CheckpointID}] = locs
+	}
+	return nil
+}
+
+// putCheckpointRow stores cp's new blobs with p and queues its row's
+// insert; it returns the row's channels.
+func putCheckpointRow(p *placer, cp *driver.CheckpointRecord, created time.Time) (map[string]chanLoc, error) {
 	metadata, err := jsoncol.Object(cp.Metadata)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	body := "null"
 	if len(cp.Body) > 0 {
 		body = string(cp.Body)
 	}
-	type knownRow struct {
-		Held   bool    `db:"held"`
-		Exists bool    `db:"exists"`
-		Parent *string `db:"parent"`
-		Self   *string `db:"self"`
-		IDs    []int64 `db:"ids"`
-	}
-	// The run's row is share-locked first (holdsRun), for the rest of tx.
-	known, err := getRow[knownRow](ctx, tx, `SELECT
-			(? = '' OR EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running' FOR SHARE)) AS held,
-			EXISTS (SELECT 1 FROM threads WHERE thread_id = ?) AS exists,
-			(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?) AS parent,
-			(SELECT channels::text FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?) AS self,
-			(SELECT array_agg(nextval('checkpoint_blob_ids')) FROM generate_series(1, ?::int)) AS ids`,
-		runID, runID, owner, cp.ThreadID, cp.ThreadID, cp.NS, cp.ParentCheckpointID, cp.ThreadID, cp.NS, cp.CheckpointID, len(cp.NewBlobs))
-	if err != nil {
-		return fmt.Errorf("put checkpoint: %w", err)
-	}
-	if !known.Held {
-		return graphserver.Errorf(graphserver.ENOTFOUND, "Run %s is not held by this worker (its lease was lost).", runID)
-	}
-	if !known.Exists {
-		return threadNotFound(cp.ThreadID)
-	}
-	p := placer{ctx: ctx, tx: tx, threadID: cp.ThreadID, ns: cp.NS, placed: map[[2]string]chanLoc{}, ids: known.IDs}
-	for _, chans := range []*string{known.Parent, known.Self} {
-		if chans == nil {
-			continue
-		}
-		locs, err := decodeChannels(*chans)
-		if err != nil {
-			return err
-		}
-		p.known = append(p.known, locs)
-	}
 	for _, b := range cp.NewBlobs {
 		if err := p.put(b); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	locs := make(map[string]chanLoc, len(cp.ChannelVersions))
@@ -190,7 +286,7 @@ func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, 
 		l, ok := p.find(ch, v)
 		if !ok {
 			if l, ok, err = p.scan(ch, v); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if !ok {
@@ -200,18 +296,18 @@ func putCheckpoint(ctx context.Context, tx pgx.Tx, cp *driver.CheckpointRecord, 
 	}
 	channels, err := jsoncol.Value(locs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := execLater(ctx, tx, `INSERT INTO checkpoints (thread_id, `+checkpointColumns+`)
+	if err := execLater(p.ctx, p.tx, `INSERT INTO checkpoints (thread_id, `+checkpointColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
 			parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
 			created_at = excluded.created_at, metadata = excluded.metadata,
 			channels = excluded.channels, body = excluded.body`,
 		cp.ThreadID, cp.NS, cp.CheckpointID, cp.ParentCheckpointID, cp.RunID, created, metadata, channels, body); err != nil {
-		return fmt.Errorf("put checkpoint: %w", err)
+		return nil, fmt.Errorf("put checkpoint: %w", err)
 	}
-	return nil
+	return locs, nil
 }
 
 // execLater runs a statement whose result matters only at commit: with a
@@ -321,16 +417,14 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 // when not). The run's row stays locked until the checkpoint is committed,
 // so a sweep cannot give the run to another worker meanwhile.
 func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *driver.CheckpointRecord) error {
-	if err := validCheckpoint(cp); err != nil {
-		return err
-	}
-	created := cp.CreatedAt
-	if created.IsZero() {
-		created = db.now()
-	}
-	return db.writeTx(ctx, func(tx pgx.Tx) error {
-		return putCheckpoint(ctx, tx, cp, created, runID, owner)
-	})
+	return db.putCheckpoints(ctx, []*driver.CheckpointRecord{cp}, runID, owner)
+}
+
+// PutRunCheckpoints implements driver.RunCheckpointBatcher: each of cps as
+// PutRunCheckpoint saves it, in one transaction of two round trips (the
+// lease is checked once, with the first read).
+func (db *DB) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
+	return db.putCheckpoints(ctx, cps, runID, owner)
 }
 
 // PutRunWrites implements driver.RunCheckpointer: PutWrites for run

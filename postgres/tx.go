@@ -49,7 +49,10 @@ func (t *txn) lock(id string) {
 	t.locked[id] = true
 }
 
-var _ driver.Tx = (*txn)(nil)
+var (
+	_ driver.Tx           = (*txn)(nil)
+	_ driver.HeldRunEnder = (*txn)(nil)
+)
 
 // runRefRow is a run as driver.RunRef reads it.
 type runRefRow struct {
@@ -277,8 +280,7 @@ func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 // HeldRun implements driver.Tx. The run's thread row, then its row
 // are locked.
 func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef, error) {
-	if _, err := exec(ctx, t.tx, `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
-		FOR NO KEY UPDATE`, runID); err != nil {
+	if _, err := exec(ctx, t.tx, lockRunThreadQuery, runID); err != nil {
 		return nil, fmt.Errorf("lock thread of run %s: %w", runID, err)
 	}
 	rows, err := selectRows[runRefRow](ctx, t.tx, `SELECT `+runRefColumns+` FROM runs AS r
@@ -342,6 +344,12 @@ func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.T
 	} else if err != nil {
 		return fmt.Errorf("set status of run %s: %w", runID, err)
 	}
+	return t.statusSet(ctx, threadID, runID, status, waiting)
+}
+
+// statusSet announces that run runID of threadID got status (as
+// SetRunStatus says), waiting telling whether the thread has a run pending.
+func (t *txn) statusSet(ctx context.Context, threadID, runID, status string, waiting bool) error {
 	switch status {
 	case graphserver.RunPending:
 		return notifyTx(ctx, t.tx, channelRunQueued, runID)
@@ -349,6 +357,35 @@ func (t *txn) SetRunStatus(ctx context.Context, runID, status string, now time.T
 		return nil
 	}
 	return t.ended(ctx, threadID, runID, status, &waiting)
+}
+
+// lockRunThreadQuery locks the row of the thread of a run (run_id the
+// argument), as every change of a thread's runs does first (lockThread).
+const lockRunThreadQuery = `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
+	FOR NO KEY UPDATE`
+
+// EndHeldRun implements driver.HeldRunEnder: HeldRun then SetRunStatus in
+// one round trip. The statement locking the thread's row (the lock order
+// of HeldRun) is sent ahead of the update, in the same batch; the update,
+// a statement of its own, sees what was committed while the lock was
+// awaited (a run queued meanwhile), as SetRunStatus after HeldRun does.
+func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, error) {
+	if err := execLater(ctx, t.tx, lockRunThreadQuery, runID); err != nil {
+		return "", fmt.Errorf("lock thread of run %s: %w", runID, err)
+	}
+	var threadID string
+	var waiting bool
+	err := t.tx.QueryRow(ctx, rebind(`UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
+		lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ? AND lease_owner = ? AND status = 'running'
+		RETURNING thread_id, EXISTS (SELECT 1 FROM runs AS p WHERE p.thread_id = runs.thread_id AND p.status = 'pending')`),
+		status, now, runID, owner).Scan(&threadID, &waiting)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", runNotFound(runID)
+	} else if err != nil {
+		return "", fmt.Errorf("end run %s: %w", runID, err)
+	}
+	t.lock(threadID)
+	return threadID, t.statusSet(ctx, threadID, runID, status, waiting)
 }
 
 // ended records in the thread's log that run runID of threadID ended

@@ -618,6 +618,71 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.Empty(t, got.Metadata)
 	})
 
+	t.Run("Batch", func(t *testing.T) {
+		// driver.CheckpointBatcher, where the driver has it: each
+		// checkpoint as PutCheckpoint saves it, in order, all or none.
+		t.Parallel()
+		b := setup(t)
+		cb, ok := rulesOf(b.st).Storage.(driver.CheckpointBatcher)
+		if !ok {
+			t.Skip("the driver does not implement driver.CheckpointBatcher")
+		}
+		rec := func(thread, id, parent string, versions map[string]string, blobs ...driver.ChannelBlob) *driver.CheckpointRecord {
+			return &driver.CheckpointRecord{ThreadID: thread, CheckpointID: id, ParentCheckpointID: parent, CreatedAt: t0,
+				ChannelVersions: versions, NewBlobs: blobs, Body: json.RawMessage(`{"v": 1}`)}
+		}
+		putCheckpoint(t, b.st, "t1", checkpointOpts{ID: "c0", Versions: map[string]string{"msgs": "1"},
+			Blobs: []driver.ChannelBlob{blob("msgs", "1", "", `["a"]`)}})
+		// c2's delta is based on a version only c1, earlier in the same
+		// batch, stores; x at c2 is c1's blob.
+		require.NoError(t, cb.PutCheckpoints(b.ctx, []*driver.CheckpointRecord{
+			rec("t1", "c1", "c0", map[string]string{"msgs": "2", "x": "1"}, blob("msgs", "2", "1", `["b"]`), blob("x", "1", "", `1`)),
+			rec("t1", "c2", "c1", map[string]string{"msgs": "3", "x": "1"}, blob("msgs", "3", "2", `["c"]`), blob("x", "1", "", `1`)),
+		}))
+		for id, want := range map[string]map[string]string{
+			"c1": {"msgs": `["a","b"]`, "x": `1`},
+			"c2": {"msgs": `["a","b","c"]`, "x": `1`},
+		} {
+			got, err := b.st.GetCheckpoint(b.ctx, "t1", "", id)
+			require.NoError(t, err)
+			requireValues(t, want, got.Values)
+		}
+		latest, err := b.st.GetCheckpoint(b.ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c2", latest.CheckpointID)
+		require.Equal(t, "c1", latest.ParentCheckpointID)
+		require.NoError(t, cb.PutCheckpoints(b.ctx, nil))
+
+		c3 := rec("t1", "c3", "c2", map[string]string{"msgs": "4", "x": "1"}, blob("msgs", "4", "3", `["d"]`))
+		for _, c := range []struct {
+			name string
+			next *driver.CheckpointRecord
+			code string
+		}{
+			{"invalid, checked before writing", rec("t1", "", "c3", nil), graphserver.EINVALID},
+			{"base not stored", rec("t1", "c4", "c3", map[string]string{"msgs": "5"}, blob("msgs", "5", "nope", `["e"]`)), graphserver.EINVALID},
+			{"thread missing", rec("missing", "c4", "", map[string]string{"msgs": "1"}, blob("msgs", "1", "", `["e"]`)), graphserver.ENOTFOUND},
+		} {
+			requireCode(t, cb.PutCheckpoints(b.ctx, []*driver.CheckpointRecord{c3, c.next}), c.code)
+			_, err := b.st.GetCheckpoint(b.ctx, "t1", "", "c3")
+			requireCode(t, err, graphserver.ENOTFOUND)
+		}
+
+		// A long batch, each delta based on the checkpoint before.
+		var long []*driver.CheckpointRecord
+		parent, base, want := "c2", "3", []string{`"a"`, `"b"`, `"c"`}
+		for i := range 40 {
+			id, v := fmt.Sprintf("l%02d", i), strconv.Itoa(10+i)
+			long = append(long, rec("t1", id, parent, map[string]string{"msgs": v, "x": "1"}, blob("msgs", v, base, `["`+id+`"]`)))
+			parent, base, want = id, v, append(want, `"`+id+`"`)
+		}
+		require.NoError(t, cb.PutCheckpoints(b.ctx, long))
+		latest, err = b.st.GetCheckpoint(b.ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "l39", latest.CheckpointID)
+		requireValues(t, map[string]string{"msgs": "[" + strings.Join(want, ",") + "]", "x": `1`}, latest.Values)
+	})
+
 	t.Run("Invalid", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -546,6 +546,62 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w2", cp("c4")), "the new claim writes")
 	})
 
+	t.Run("RunCheckpointBatcherNeedsLease", func(t *testing.T) {
+		// driver.RunCheckpointBatcher, where the driver has it: each
+		// checkpoint as PutRunCheckpoint saves it, in order, all or none.
+		t.Parallel()
+		b := setup(t)
+		rcb, ok := b.rs.Storage.(driver.RunCheckpointBatcher)
+		if !ok {
+			t.Skip("the driver does not implement driver.RunCheckpointBatcher")
+		}
+		ctx := t.Context()
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		_, err := b.rs.ClaimRun(ctx, "w1", at(1), at(10))
+		require.NoError(t, err)
+		// cp's value of x is its parent's with its id appended.
+		cp := func(id, parent string) *driver.CheckpointRecord {
+			return &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: id, ParentCheckpointID: parent, RunID: "r1", CreatedAt: at(1),
+				ChannelVersions: map[string]string{"x": id}, NewBlobs: []driver.ChannelBlob{blob("x", id, parent, `["`+id+`"]`)}}
+		}
+		requireLatest := func(want string) {
+			t.Helper()
+			got, err := b.st.GetCheckpoint(ctx, "t1", "", "")
+			if want == "" {
+				requireCode(t, err, graphserver.ENOTFOUND)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, want, got.CheckpointID)
+		}
+		requireCode(t, rcb.PutRunCheckpoints(ctx, "r1", "other", []*driver.CheckpointRecord{cp("c0", ""), cp("c1", "c0")}), graphserver.ENOTFOUND)
+		requireLatest("")
+		require.NoError(t, rcb.PutRunCheckpoints(ctx, "r1", "w1", []*driver.CheckpointRecord{cp("c0", ""), cp("c1", "c0")}))
+		got, err := b.st.GetCheckpoint(ctx, "t1", "", "c1")
+		require.NoError(t, err)
+		require.Equal(t, "r1", got.RunID)
+		requireValues(t, map[string]string{"x": `["c0","c1"]`}, got.Values)
+		requireCode(t, rcb.PutRunCheckpoints(ctx, "r1", "w1", []*driver.CheckpointRecord{cp("c2", "c1"), {ThreadID: "t1"}}), graphserver.EINVALID)
+		requireLatest("c1")
+
+		// The lease lapses and another claim takes the run over.
+		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+			return tx.SetRunStatus(ctx, "r1", graphserver.RunPending, at(20))
+		}))
+		_, err = b.rs.ClaimRun(ctx, "w2", at(21), at(80))
+		require.NoError(t, err)
+		requireCode(t, rcb.PutRunCheckpoints(ctx, "r1", "w1", []*driver.CheckpointRecord{cp("c2", "c1"), cp("c3", "c2")}), graphserver.ENOTFOUND)
+		requireLatest("c1")
+		require.NoError(t, rcb.PutRunCheckpoints(ctx, "r1", "w2", []*driver.CheckpointRecord{cp("c2", "c1")}), "the new claim writes")
+		requireLatest("c2")
+
+		// They are the run's: deleting it takes them.
+		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+			return tx.DeleteRun(ctx, "t1", "r1")
+		}))
+		requireLatest("")
+	})
+
 	t.Run("Sweep", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -366,6 +366,60 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
 
+	t.Run("EndHeldRun", func(t *testing.T) {
+		// driver.HeldRunEnder, where the driver's Tx has it: HeldRun then
+		// SetRunStatus, ENOTFOUND changing nothing when the run is not held.
+		t.Parallel()
+		st := setup(t)
+		var ender bool
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			_, ender = tx.(driver.HeldRunEnder)
+			return tx.InsertRun(ctx, newRun(runOpts{ID: "c1", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)})
+		})
+		if !ender {
+			t.Skip("the driver's Tx does not implement driver.HeldRunEnder")
+		}
+		notHeld := func(owner string) {
+			t.Helper()
+			// The transaction commits: the failed call changed nothing.
+			inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+				_, err := tx.(driver.HeldRunEnder).EndHeldRun(ctx, "c1", owner, graphserver.RunSuccess, at(5))
+				requireCode(t, err, graphserver.ENOTFOUND)
+				_, err = tx.(driver.HeldRunEnder).EndHeldRun(ctx, "missing", owner, graphserver.RunSuccess, at(5))
+				requireCode(t, err, graphserver.ENOTFOUND)
+				return nil
+			})
+		}
+		notHeld("other")
+		r := getRun(t, st, "c1")
+		require.Equal(t, graphserver.RunRunning, r.Status)
+		require.Equal(t, t0, r.UpdatedAt)
+
+		// The lease lapses: back to pending, then claimed by w2.
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			return tx.SetRunStatus(ctx, "c1", graphserver.RunPending, at(31))
+		})
+		notHeld("w")
+		_, err := st.ClaimRun(t.Context(), "w2", at(32), at(90))
+		require.NoError(t, err)
+		notHeld("w")
+		_, err = st.RenewRunLease(t.Context(), "c1", "w2", at(91))
+		require.NoError(t, err, "w2 still holds the run")
+
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			threadID, err := tx.(driver.HeldRunEnder).EndHeldRun(ctx, "c1", "w2", graphserver.RunError, at(40))
+			require.NoError(t, err)
+			require.Equal(t, "t1", threadID)
+			return nil
+		})
+		r = getRun(t, st, "c1")
+		require.Equal(t, graphserver.RunError, r.Status)
+		require.Equal(t, at(40), r.UpdatedAt)
+		_, err = st.RenewRunLease(t.Context(), "c1", "w2", at(92))
+		requireCode(t, err, graphserver.ENOTFOUND)
+		notHeld("w2")
+	})
+
 	t.Run("WebhookAndCron", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
