@@ -368,23 +368,14 @@ func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *driver.Checkpoi
 	return c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp))
 }
 
-// PutCheckpoints implements driver.CheckpointBatcher: in one transaction
-// when the storage can (driver.RunCheckpointBatcher), else one by one.
+// PutCheckpoints implements driver.CheckpointBatcher, in one transaction.
 func (c *runCheckpointer) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shut {
 		return errRunAbandoned
 	}
-	if b, ok := c.rc.(driver.RunCheckpointBatcher); ok {
-		return c.check(b.PutRunCheckpoints(ctx, c.runID, c.token, cps))
-	}
-	for _, cp := range cps {
-		if err := c.check(c.rc.PutRunCheckpoint(ctx, c.runID, c.token, cp)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.check(c.rc.PutRunCheckpoints(ctx, c.runID, c.token, cps))
 }
 
 func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []driver.PendingWrite) error {
@@ -493,7 +484,7 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 		// Only a run that succeeded with its state known saves them with
 		// its end (below); any other end that keeps the run's writes, or
 		// reads the state back, needs them saved first.
-		if err := q.saveDeferred(bg, run.RunID, token, out.deferred); err != nil && ErrorCode(err) != ENOTFOUND {
+		if err := q.storage.PutRunCheckpoints(bg, run.RunID, token, out.deferred); err != nil && ErrorCode(err) != ENOTFOUND {
 			s.logger.Error("save run checkpoints", "run_id", run.RunID, "err", err)
 		}
 		out.deferred = nil
@@ -575,21 +566,6 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	if f.Webhook != nil {
 		q.hooks.signal()
 	}
-}
-
-// saveDeferred saves checkpoints a run's graph left to its end, while
-// owner holds the run (ENOTFOUND when not), in one transaction when the
-// storage can.
-func (q *runQueue) saveDeferred(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
-	if b, ok := q.storage.(driver.RunCheckpointBatcher); ok {
-		return b.PutRunCheckpoints(ctx, runID, owner, cps)
-	}
-	for _, cp := range cps {
-		if err := q.storage.PutRunCheckpoint(ctx, runID, owner, cp); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // endLost ends the log of an execution that lost its run: released when

@@ -351,11 +351,11 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 }
 
 // endHeldRun checks that f.Owner holds the run and ends its row as f says
-// (status set, deleted, or left to go with its thread), in one statement
-// when the driver can (driver.HeldRunEnder). It returns the run's thread.
+// (status set, deleted, or left to go with its thread). It returns the
+// run's thread.
 func endHeldRun(ctx context.Context, tx driver.Tx, f *driver.RunFinish) (string, error) {
-	if e, ok := tx.(driver.HeldRunEnder); ok && !f.Delete && !f.DeleteThread {
-		return e.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
+	if !f.Delete && !f.DeleteThread {
+		return tx.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
 	}
 	held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
 	if err != nil {

@@ -105,16 +105,11 @@ type Tx interface {
 	// checks it in the same transaction (HeldRun, EndHeldRun), as the end of
 	// a run does for the checkpoints it saves (RunFinish.Checkpoints).
 	PutCheckpoints(ctx context.Context, cps []*CheckpointRecord) error
-}
-
-// HeldRunEnder is implemented by a Tx that ends a run its owner holds in
-// one statement, where Tx.HeldRun then Tx.SetRunStatus take two.
-// Optional: the Server falls back to those two.
-type HeldRunEnder interface {
-	// EndHeldRun is Tx.HeldRun then Tx.SetRunStatus: when owner holds run
-	// runID (status running, lease owner), its status becomes status as
-	// SetRunStatus sets it, and its thread id is returned. ENOTFOUND,
-	// changing nothing, when owner does not hold it.
+	// EndHeldRun is HeldRun then SetRunStatus, in as few statements as the
+	// driver can (the end of a run): when owner holds run runID (status
+	// running, lease owner), its status becomes status as SetRunStatus
+	// sets it, and its thread id is returned. ENOTFOUND, changing nothing,
+	// when owner does not hold it.
 	EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (threadID string, err error)
 }
 
@@ -230,14 +225,10 @@ type RunCheckpointer interface {
 	// DeleteRun) deletes them, and puts back the writes of the task they
 	// replaced.
 	PutRunWrites(ctx context.Context, runID, owner, threadID, ns, checkpointID, taskID string, writes []PendingWrite) error
-}
-
-// RunCheckpointBatcher is an optional RunCheckpointer capability: the
-// RunCheckpointer counterpart of CheckpointBatcher.
-type RunCheckpointBatcher interface {
 	// PutRunCheckpoints is PutRunCheckpoint for each of cps in order, in
 	// one transaction: all or none (ENOTFOUND, nothing saved, when owner
-	// does not hold the run).
+	// does not hold the run). The graph engine saves a run's input
+	// checkpoint with the next one this way (CheckpointBatcher).
 	PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*CheckpointRecord) error
 }
 

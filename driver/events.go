@@ -67,7 +67,7 @@ type Notification struct {
 // on any process. The driver numbers each run event as it stores it
 // (AppendRunEvents), and records each run's end in the transaction that
 // ends or deletes the run (Tx.SetRunStatus to a final status,
-// HeldRunEnder.EndHeldRun, Tx.DeleteRun), notifying NotifyThreadEvents; entries of a thread become
+// Tx.EndHeldRun, Tx.DeleteRun), notifying NotifyThreadEvents; entries of a thread become
 // visible in the order of their numbers.
 type ThreadLogStorage interface {
 	// AppendThreadEvent stores an event of the thread itself (a state

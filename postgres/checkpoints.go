@@ -132,22 +132,29 @@ func (db *DB) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 // putCheckpoints validates cps, then saves them in order in one
 // transaction; with a runID, only while owner holds that run.
 func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord, runID, owner string) error {
+	created, err := db.checkpointTimes(cps)
+	if err != nil || len(cps) == 0 {
+		return err
+	}
+	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		return putCheckpointsTx(ctx, tx, cps, created, runID, owner)
+	})
+}
+
+// checkpointTimes validates cps and returns their creation times (now for
+// those without one).
+func (db *DB) checkpointTimes(cps []*driver.CheckpointRecord) ([]time.Time, error) {
 	created := make([]time.Time, len(cps))
 	for i, cp := range cps {
 		if err := validCheckpoint(cp); err != nil {
-			return err
+			return nil, err
 		}
 		created[i] = cp.CreatedAt
 		if created[i].IsZero() {
 			created[i] = db.now()
 		}
 	}
-	if len(cps) == 0 {
-		return nil
-	}
-	return db.writeTx(ctx, func(tx pgx.Tx) error {
-		return putCheckpointsTx(ctx, tx, cps, created, runID, owner)
-	})
+	return created, nil
 }
 
 // putCheckpoint writes cp (validated) in tx, as putCheckpointsTx.
@@ -420,7 +427,7 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *dri
 	return db.putCheckpoints(ctx, []*driver.CheckpointRecord{cp}, runID, owner)
 }
 
-// PutRunCheckpoints implements driver.RunCheckpointBatcher: each of cps as
+// PutRunCheckpoints implements driver.RunCheckpointer: each of cps as
 // PutRunCheckpoint saves it, in one transaction of two round trips (the
 // lease is checked once, with the first read).
 func (db *DB) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {

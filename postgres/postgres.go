@@ -66,11 +66,11 @@ type DB struct {
 }
 
 var (
-	_ driver.Storage              = (*DB)(nil)
-	_ driver.RunCheckpointer      = (*DB)(nil)
-	_ driver.RunCheckpointBatcher = (*DB)(nil)
-	_ driver.CheckpointBatcher    = (*DB)(nil)
-	_ driver.RunQueueCounter      = (*DB)(nil)
+	_ driver.Storage         = (*DB)(nil)
+	_ driver.RunCheckpointer = (*DB)(nil)
+
+	_ driver.CheckpointBatcher = (*DB)(nil)
+	_ driver.RunQueueCounter   = (*DB)(nil)
 )
 
 // Open connects to the PostgreSQL database at url (a postgres:// URL or a

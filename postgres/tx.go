@@ -49,10 +49,7 @@ func (t *txn) lock(id string) {
 	t.locked[id] = true
 }
 
-var (
-	_ driver.Tx           = (*txn)(nil)
-	_ driver.HeldRunEnder = (*txn)(nil)
-)
+var _ driver.Tx = (*txn)(nil)
 
 // runRefRow is a run as driver.RunRef reads it.
 type runRefRow struct {
@@ -297,21 +294,11 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 
 // PutCheckpoints implements driver.Tx.
 func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
-	for _, cp := range cps {
-		if err := validCheckpoint(cp); err != nil {
-			return err
-		}
+	created, err := t.db.checkpointTimes(cps)
+	if err != nil || len(cps) == 0 {
+		return err
 	}
-	for _, cp := range cps {
-		created := cp.CreatedAt
-		if created.IsZero() {
-			created = t.db.now()
-		}
-		if err := putCheckpoint(ctx, t.tx, cp, created, "", ""); err != nil {
-			return err
-		}
-	}
-	return nil
+	return putCheckpointsTx(ctx, t.tx, cps, created, "", "")
 }
 
 // ExpiredRuns implements driver.Tx. The runs and their threads are
@@ -364,7 +351,7 @@ func (t *txn) statusSet(ctx context.Context, threadID, runID, status string, wai
 const lockRunThreadQuery = `SELECT 1 FROM threads WHERE thread_id = (SELECT thread_id FROM runs WHERE run_id = ?)
 	FOR NO KEY UPDATE`
 
-// EndHeldRun implements driver.HeldRunEnder: HeldRun then SetRunStatus in
+// EndHeldRun implements driver.Tx: HeldRun then SetRunStatus in
 // one round trip. The statement locking the thread's row (the lock order
 // of HeldRun) is sent ahead of the update, in the same batch; the update,
 // a statement of its own, sees what was committed while the lock was

@@ -612,7 +612,7 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *dri
 	return db.PutRunCheckpoints(ctx, runID, owner, []*driver.CheckpointRecord{cp})
 }
 
-// PutRunCheckpoints implements driver.RunCheckpointBatcher: each of cps as
+// PutRunCheckpoints implements driver.RunCheckpointer: each of cps as
 // PutRunCheckpoint saves it, in one grouped write.
 func (db *DB) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
 	return db.putCheckpoints(ctx, cps, &runLease{runID: runID, owner: owner})

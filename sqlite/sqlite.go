@@ -104,9 +104,8 @@ var (
 	_ driver.Storage   = (*DB)(nil)
 	_ driver.Optimizer = (*DB)(nil)
 
-	_ driver.CheckpointBatcher    = (*DB)(nil)
-	_ driver.RunCheckpointer      = (*DB)(nil)
-	_ driver.RunCheckpointBatcher = (*DB)(nil)
+	_ driver.CheckpointBatcher = (*DB)(nil)
+	_ driver.RunCheckpointer   = (*DB)(nil)
 )
 
 // OpenOptions tunes Open. The zero value is the default.

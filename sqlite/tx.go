@@ -32,10 +32,7 @@ type txn struct {
 	tx *sqlx.Tx
 }
 
-var (
-	_ driver.Tx           = (*txn)(nil)
-	_ driver.HeldRunEnder = (*txn)(nil)
-)
+var _ driver.Tx = (*txn)(nil)
 
 // txOf returns the SQL transaction of a Tx this DB's WithTx gave.
 func (db *DB) txOf(tx driver.Tx) *sqlx.Tx { return tx.(*txn).tx }
@@ -259,7 +256,7 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 	return &runRefs(rows)[0], nil
 }
 
-// EndHeldRun implements driver.HeldRunEnder.
+// EndHeldRun implements driver.Tx.
 func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, error) {
 	var threadID string
 	err := t.tx.GetContext(ctx, &threadID, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL, lease_expires_at = NULL,

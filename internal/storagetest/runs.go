@@ -546,15 +546,12 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.NoError(t, rc.PutRunCheckpoint(ctx, "r1", "w2", cp("c4")), "the new claim writes")
 	})
 
-	t.Run("RunCheckpointBatcherNeedsLease", func(t *testing.T) {
-		// driver.RunCheckpointBatcher, where the driver has it: each
-		// checkpoint as PutRunCheckpoint saves it, in order, all or none.
+	t.Run("PutRunCheckpointsNeedsLease", func(t *testing.T) {
+		// RunCheckpointer.PutRunCheckpoints: each checkpoint as
+		// PutRunCheckpoint saves it, in order, all or none.
 		t.Parallel()
 		b := setup(t)
-		rcb, ok := b.rs.Storage.(driver.RunCheckpointBatcher)
-		if !ok {
-			t.Skip("the driver does not implement driver.RunCheckpointBatcher")
-		}
+		rcb := b.rs.Storage
 		ctx := t.Context()
 		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
 		_, err := b.rs.ClaimRun(ctx, "w1", at(1), at(10))

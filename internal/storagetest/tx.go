@@ -367,25 +367,20 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 	})
 
 	t.Run("EndHeldRun", func(t *testing.T) {
-		// driver.HeldRunEnder, where the driver's Tx has it: HeldRun then
-		// SetRunStatus, ENOTFOUND changing nothing when the run is not held.
+		// Tx.EndHeldRun: HeldRun then SetRunStatus, ENOTFOUND changing
+		// nothing when the run is not held.
 		t.Parallel()
 		st := setup(t)
-		var ender bool
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-			_, ender = tx.(driver.HeldRunEnder)
 			return tx.InsertRun(ctx, newRun(runOpts{ID: "c1", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)})
 		})
-		if !ender {
-			t.Skip("the driver's Tx does not implement driver.HeldRunEnder")
-		}
 		notHeld := func(owner string) {
 			t.Helper()
 			// The transaction commits: the failed call changed nothing.
 			inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-				_, err := tx.(driver.HeldRunEnder).EndHeldRun(ctx, "c1", owner, graphserver.RunSuccess, at(5))
+				_, err := tx.EndHeldRun(ctx, "c1", owner, graphserver.RunSuccess, at(5))
 				requireCode(t, err, graphserver.ENOTFOUND)
-				_, err = tx.(driver.HeldRunEnder).EndHeldRun(ctx, "missing", owner, graphserver.RunSuccess, at(5))
+				_, err = tx.EndHeldRun(ctx, "missing", owner, graphserver.RunSuccess, at(5))
 				requireCode(t, err, graphserver.ENOTFOUND)
 				return nil
 			})
@@ -407,7 +402,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.NoError(t, err, "w2 still holds the run")
 
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-			threadID, err := tx.(driver.HeldRunEnder).EndHeldRun(ctx, "c1", "w2", graphserver.RunError, at(40))
+			threadID, err := tx.EndHeldRun(ctx, "c1", "w2", graphserver.RunError, at(40))
 			require.NoError(t, err)
 			require.Equal(t, "t1", threadID)
 			return nil
