@@ -1,12 +1,43 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
 
 	"github.com/graphserver/graphserver/record"
 )
+
+// CheckpointTimes checks cps as a Checkpointer does before writing any of
+// them (EINVALID: a missing thread or checkpoint id, a body or blob that
+// is not JSON, a blob without channel or version, a delta blob that is not
+// an array) and returns their creation times: CreatedAt, or now() for a
+// zero one.
+func CheckpointTimes(cps []*CheckpointRecord, now func() time.Time) ([]time.Time, error) {
+	created := make([]time.Time, len(cps))
+	for i, cp := range cps {
+		if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
+			return nil, record.Errorf(record.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
+		}
+		if len(cp.Body) > 0 && !json.Valid(cp.Body) {
+			return nil, record.Errorf(record.EINVALID, "The checkpoint body is not valid JSON.")
+		}
+		for _, b := range cp.NewBlobs {
+			if b.Channel == "" || b.Version == "" || !json.Valid(b.Data) {
+				return nil, record.Errorf(record.EINVALID, "The blob of channel %q version %q needs a channel, a version and valid JSON data.", b.Channel, b.Version)
+			}
+			if d := bytes.TrimSpace(b.Data); b.Base != "" && (len(d) < 2 || d[0] != '[') {
+				return nil, record.Errorf(record.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
+			}
+		}
+		created[i] = cp.CreatedAt
+		if created[i].IsZero() {
+			created[i] = now()
+		}
+	}
+	return created, nil
+}
 
 // CheckpointBatcher is an optional Checkpointer capability: saving
 // several checkpoints in one transaction, where PutCheckpoint takes one

@@ -83,35 +83,6 @@ type checkpointRow struct {
 
 const checkpointColumns = `checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at, metadata, channels, body`
 
-// validCheckpoint checks what PutCheckpoint checks before writing.
-func validCheckpoint(cp *driver.CheckpointRecord) error {
-	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
-		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
-	}
-	if len(cp.Body) > 0 && !json.Valid(cp.Body) {
-		return graphserver.Errorf(graphserver.EINVALID, "The checkpoint body is not valid JSON.")
-	}
-	for _, b := range cp.NewBlobs {
-		if b.Channel == "" || b.Version == "" || !json.Valid(b.Data) {
-			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q needs a channel, a version and valid JSON data.", b.Channel, b.Version)
-		}
-		if _, ok := arrayInner(b.Data); b.Base != "" && !ok {
-			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
-		}
-	}
-	return nil
-}
-
-// arrayInner returns the text between the brackets of a JSON array (its
-// elements, trimmed); ok is false when data is not an array.
-func arrayInner(data []byte) (inner []byte, ok bool) {
-	data = bytes.TrimSpace(data)
-	if len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
-		return nil, false
-	}
-	return bytes.TrimSpace(data[1 : len(data)-1]), true
-}
-
 // PutCheckpoint implements driver.Checkpointer. The checkpoint row is
 // inserted, or replaced when one with the same thread, namespace and id
 // exists; each of cp.NewBlobs is stored unless the parent checkpoint (or
@@ -132,29 +103,13 @@ func (db *DB) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 // putCheckpoints validates cps, then saves them in order in one
 // transaction; with a runID, only while owner holds that run.
 func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord, runID, owner string) error {
-	created, err := db.checkpointTimes(cps)
+	created, err := driver.CheckpointTimes(cps, db.now)
 	if err != nil || len(cps) == 0 {
 		return err
 	}
 	return db.writeTx(ctx, func(tx pgx.Tx) error {
 		return putCheckpointsTx(ctx, tx, cps, created, runID, owner)
 	})
-}
-
-// checkpointTimes validates cps and returns their creation times (now for
-// those without one).
-func (db *DB) checkpointTimes(cps []*driver.CheckpointRecord) ([]time.Time, error) {
-	created := make([]time.Time, len(cps))
-	for i, cp := range cps {
-		if err := validCheckpoint(cp); err != nil {
-			return nil, err
-		}
-		created[i] = cp.CreatedAt
-		if created[i].IsZero() {
-			created[i] = db.now()
-		}
-	}
-	return created, nil
 }
 
 // putCheckpoint writes cp (validated) in tx, as putCheckpointsTx.
@@ -391,7 +346,7 @@ func (p *placer) put(b driver.ChannelBlob) error {
 		if !ok {
 			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q is based on version %q, which is not stored.", b.Channel, b.Version, b.Base)
 		}
-		data, _ = arrayInner(b.Data)
+		data, _ = jsoncol.ArrayInner(b.Data)
 		base = &l.blob
 	}
 	if len(p.ids) == 0 {
@@ -661,7 +616,7 @@ func concatArrays(head []byte, inners [][]byte) (json.RawMessage, error) {
 	if n == 0 {
 		return json.RawMessage(head), nil
 	}
-	inner, ok := arrayInner(head)
+	inner, ok := jsoncol.ArrayInner(head)
 	if !ok && !bytes.Equal(bytes.TrimSpace(head), []byte("null")) {
 		return nil, fmt.Errorf("delta blob based on a non-array value")
 	}

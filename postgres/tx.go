@@ -294,7 +294,7 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 
 // PutCheckpoints implements driver.Tx.
 func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
-	created, err := t.db.checkpointTimes(cps)
+	created, err := driver.CheckpointTimes(cps, t.db.now)
 	if err != nil || len(cps) == 0 {
 		return err
 	}

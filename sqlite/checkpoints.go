@@ -303,7 +303,7 @@ func (db *DB) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 // putCheckpoints saves cps in order in one grouped write, each checking
 // lease when not nil.
 func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord, lease *runLease) error {
-	created, err := db.checkpointTimes(cps)
+	created, err := driver.CheckpointTimes(cps, db.now)
 	if err != nil {
 		return err
 	}
@@ -317,51 +317,6 @@ func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 		}
 		return nil
 	})
-}
-
-// checkpointTimes validates cps and returns their creation times (now for
-// those without one).
-func (db *DB) checkpointTimes(cps []*driver.CheckpointRecord) ([]time.Time, error) {
-	created := make([]time.Time, len(cps))
-	for i, cp := range cps {
-		if err := validCheckpoint(cp); err != nil {
-			return nil, err
-		}
-		created[i] = cp.CreatedAt
-		if created[i].IsZero() {
-			created[i] = db.now()
-		}
-	}
-	return created, nil
-}
-
-// validCheckpoint checks what PutCheckpoint checks before writing.
-func validCheckpoint(cp *driver.CheckpointRecord) error {
-	if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
-		return graphserver.Errorf(graphserver.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
-	}
-	if len(cp.Body) > 0 && !json.Valid(cp.Body) {
-		return graphserver.Errorf(graphserver.EINVALID, "The checkpoint body is not valid JSON.")
-	}
-	for _, b := range cp.NewBlobs {
-		if b.Channel == "" || b.Version == "" || !json.Valid(b.Data) {
-			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q needs a channel, a version and valid JSON data.", b.Channel, b.Version)
-		}
-		if _, ok := arrayInner(b.Data); b.Base != "" && !ok {
-			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
-		}
-	}
-	return nil
-}
-
-// arrayInner returns the text between the brackets of a JSON array (its
-// elements, trimmed); ok is false when data is not an array.
-func arrayInner(data []byte) (inner []byte, ok bool) {
-	data = bytes.TrimSpace(data)
-	if len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
-		return nil, false
-	}
-	return bytes.TrimSpace(data[1 : len(data)-1]), true
 }
 
 // runLease names the run whose lease a checkpoint write needs (holdsRun).
@@ -567,7 +522,7 @@ func (p *placer) put(b driver.ChannelBlob) error {
 		if !ok {
 			return graphserver.Errorf(graphserver.EINVALID, "The blob of channel %q version %q is based on version %q, which is not stored.", b.Channel, b.Version, b.Base)
 		}
-		data, _ = arrayInner(b.Data)
+		data, _ = jsoncol.ArrayInner(b.Data)
 		res, err := p.tx.ExecContext(p.ctx, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, data)
 			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, p.tid, p.ns, b.Channel, base.chain, base.seq+1, string(data))
 		if err != nil {
@@ -924,7 +879,7 @@ func concatArrays(head []byte, inners [][]byte) (json.RawMessage, error) {
 	if n == 0 {
 		return json.RawMessage(head), nil
 	}
-	inner, ok := arrayInner(head)
+	inner, ok := jsoncol.ArrayInner(head)
 	if !ok {
 		if !bytes.Equal(bytes.TrimSpace(head), []byte("null")) {
 			return nil, fmt.Errorf("delta blob chain holds a non-array value")

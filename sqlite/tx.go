@@ -272,7 +272,7 @@ func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now t
 
 // PutCheckpoints implements driver.Tx.
 func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
-	created, err := t.db.checkpointTimes(cps)
+	created, err := driver.CheckpointTimes(cps, t.db.now)
 	if err != nil {
 		return err
 	}

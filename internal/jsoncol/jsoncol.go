@@ -4,11 +4,22 @@
 package jsoncol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
 	"github.com/graphserver/graphserver"
 )
+
+// ArrayInner returns the text between the brackets of a JSON array (its
+// elements, trimmed); ok is false when data is not an array.
+func ArrayInner(data []byte) (inner []byte, ok bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) < 2 || data[0] != '[' || data[len(data)-1] != ']' {
+		return nil, false
+	}
+	return bytes.TrimSpace(data[1 : len(data)-1]), true
+}
 
 // Object renders an object for a JSON column; nil gives "{}". The text is
 // json.Marshal's (graphserver.Object.AppendJSON).
