@@ -480,6 +480,11 @@ func (r *runner) exit(ctx context.Context, cs *ckpt, tasks []*task, err error) e
 // _suppress_interrupt emits; each interrupted task emitted its own updates
 // part before.
 func (r *runner) emitInterrupt(intr []graphserver.Interrupt, withUpdates bool) {
+	// The checkpoint the run pauses at starts saving before the pause is
+	// announced, as it did before checkpoints were held (persist): a client
+	// that sees the interrupt reads the thread soon after. A failed save
+	// comes back from exit's waitSave.
+	_ = r.flushHeld()
 	if intr == nil {
 		intr = []graphserver.Interrupt{}
 	}
