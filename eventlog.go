@@ -71,7 +71,8 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	}
 	l.changed()
 	if l.hub != nil {
-		l.hub.publish(l.threadID, event, data, l.resumable) // under l.mu: the thread sees the run's order
+		// Under l.mu: the thread sees the run's order.
+		l.hub.publishRun(l.threadID, l.runID, l.attached, event, data, l.resumable)
 	}
 }
 
@@ -112,6 +113,9 @@ func (l *eventLog) release(expires time.Time) {
 	}
 	l.done, l.released, l.expires = true, true, expires
 	l.changed()
+	if l.hub != nil && l.attached {
+		l.hub.releaseRun(l.threadID, l.runID)
+	}
 }
 
 // attach marks the log as appended to by an execution. It reports false
@@ -124,6 +128,9 @@ func (l *eventLog) attach() bool {
 	}
 	l.attached = true
 	l.changed()
+	if l.hub != nil {
+		l.hub.startRun(l.threadID, l.runID)
+	}
 	return true
 }
 
@@ -581,6 +588,9 @@ func (r *logRegistry) attach(runID, threadID string, resumable bool, stored int)
 	}
 	if stored > l.base+len(l.events) {
 		l.events, l.base, l.size, l.stored = nil, stored, 0, stored
+	}
+	if l.hub != nil {
+		l.hub.startRun(threadID, runID) // after the old execution's release
 	}
 	r.logs[runID] = l
 	r.notify(runID)

@@ -255,6 +255,30 @@ type threadFeed struct {
 	v2     v2Log               // the protocol-v2 events derived from the events
 	runs   map[string]*feedRun // threadHub.stored: the runs whose events it holds
 	cursor int64               // threadHub.stored: the number of the last log entry read
+
+	// Without a stored log, the executions of the thread's runs publish
+	// from their own goroutines, and a run's end goes out after storage
+	// ended it, when the thread's next run may already execute: the feed
+	// puts the executions in order itself (see startRun), so that a run's
+	// events never come before the end of the run before it.
+	live string     // the run whose execution's events go in now; "" none
+	held []*heldRun // executions that began while live's went on, in order
+}
+
+// heldRun is an execution of a run that began while the live one's had not
+// ended: its events wait until that one's end is in.
+type heldRun struct {
+	runID  string
+	events []heldEvent
+	ended  bool // its end (done marker or release) is in: it goes in whole
+}
+
+// heldEvent is an event of a held execution.
+type heldEvent struct {
+	event  string
+	data   json.RawMessage
+	status string // for the done marker (publishStatus)
+	retain bool
 }
 
 // feedRun is where a run's events stand in a thread's feed made from the
@@ -323,10 +347,134 @@ func (h *threadHub) cursor(threadID string) int64 {
 	return f.cursor
 }
 
+// startRun tells that an execution of run runID begins (its log is
+// attached here): its events go in after the end of the execution under
+// way, if any, whose end may not be in yet although storage ended its run
+// (the end is published after the commit that lets the thread's next run
+// start, from another goroutine).
+func (h *threadHub) startRun(threadID, runID string) {
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.live == runID || f.heldRun(runID) != nil:
+	case f.live == "":
+		f.live = runID
+	default:
+		f.held = append(f.held, &heldRun{runID: runID})
+	}
+}
+
+// publishRun publishes an event of run runID: from its execution (exec),
+// in the order of the executions (startRun), else (the metadata event of a
+// run just created) at once.
+func (h *threadHub) publishRun(threadID, runID string, exec bool, event string, data json.RawMessage, retain bool) {
+	if !exec {
+		h.publish(threadID, event, data, retain)
+		return
+	}
+	now := h.clock()
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.heldRun(runID); r != nil {
+		r.events = append(r.events, heldEvent{event: event, data: data, retain: retain})
+		f.bound(h, now)
+		return
+	}
+	if f.live == "" {
+		f.live = runID // the feed was made anew while the run executed
+	} else if f.live != runID {
+		f.held = append(f.held, &heldRun{runID: runID, events: []heldEvent{{event: event, data: data, retain: retain}}})
+		return
+	}
+	f.appendLocked(h, feedID{}, event, data, "", now, now.Add(h.ttl(retain)))
+}
+
 // publishDone publishes the run_done marker of run runID, ended with
-// status (see publishStatus).
+// status (see publishStatus), after the run's events; the executions held
+// behind the run's then go in.
 func (h *threadHub) publishDone(threadID, runID string, retain bool, status string) {
-	h.publishStatus(threadID, "metadata", runDoneData(runID), retain, status)
+	h.endRun(threadID, runID, &heldEvent{event: "metadata", data: runDoneData(runID), status: status, retain: retain})
+}
+
+// releaseRun tells that the execution of run runID here gave the run up
+// without an end (a later attempt goes on): the executions held behind it
+// go in.
+func (h *threadHub) releaseRun(threadID, runID string) {
+	h.endRun(threadID, runID, nil)
+}
+
+// endRun ends run runID's execution with the done marker done, or without
+// one (nil).
+func (h *threadHub) endRun(threadID, runID string, done *heldEvent) {
+	now := h.clock()
+	h.mu.Lock()
+	f := h.feed(threadID)
+	h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.heldRun(runID); r != nil {
+		if done != nil {
+			r.events = append(r.events, *done)
+		}
+		r.ended = true
+		return
+	}
+	if done != nil {
+		// Also the end of a run that never executed here (cancelled while
+		// pending): at once.
+		f.appendLocked(h, feedID{}, done.event, done.data, done.status, now, now.Add(h.ttl(done.retain)))
+	}
+	if f.live == runID {
+		f.live = ""
+		f.flush(h, now)
+	}
+}
+
+// heldRun returns the held execution of run runID that has not ended, or
+// nil; f.mu is held.
+func (f *threadFeed) heldRun(runID string) *heldRun {
+	for _, r := range slices.Backward(f.held) {
+		if r.runID == runID && !r.ended {
+			return r
+		}
+	}
+	return nil
+}
+
+// flush appends the held executions, in order, while none is live: the
+// first that has not ended becomes live; f.mu is held.
+func (f *threadFeed) flush(h *threadHub, now time.Time) {
+	for f.live == "" && len(f.held) > 0 {
+		r := f.held[0]
+		f.held[0] = nil
+		f.held = f.held[1:]
+		for _, e := range r.events {
+			f.appendLocked(h, feedID{}, e.event, e.data, e.status, now, now.Add(h.ttl(e.retain)))
+		}
+		if !r.ended {
+			f.live = r.runID
+		}
+	}
+}
+
+// bound stops waiting for the live execution's end once the held events
+// reach threadFeedMax (an end that does not come must not hold the
+// thread's events without bound); f.mu is held.
+func (f *threadFeed) bound(h *threadHub, now time.Time) {
+	n := 0
+	for _, r := range f.held {
+		n += len(r.events)
+	}
+	if n >= threadFeedMax {
+		f.live = ""
+		f.flush(h, now)
+	}
 }
 
 // runDoneData is the data of the run_done marker of run runID.
@@ -456,7 +604,7 @@ func (h *threadHub) unsubscribe(threadID string, f *threadFeed) {
 	defer h.mu.Unlock()
 	f.mu.Lock()
 	f.subs--
-	drop := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && !h.clock().Before(f.v2.keep)
+	drop := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && !h.clock().Before(f.v2.keep) && f.live == "" && len(f.held) == 0
 	f.mu.Unlock()
 	if drop && h.feeds[threadID] == f {
 		delete(h.feeds, threadID)
@@ -489,7 +637,7 @@ func (h *threadHub) prune(now time.Time) {
 				delete(f.runs, id)
 			}
 		}
-		empty := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && now.After(f.v2.keep)
+		empty := f.subs == 0 && len(f.events) == 0 && len(f.v2.events) == 0 && now.After(f.v2.keep) && f.live == "" && len(f.held) == 0
 		f.mu.Unlock()
 		if empty {
 			delete(h.feeds, id)

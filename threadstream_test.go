@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,4 +331,116 @@ func TestPatchThreadState(t *testing.T) {
 	requireCode(t, err, graphserver.EINVALID)
 	err = srv.PatchThreadState(ctx, "00000000-0000-4000-8000-000000000000", graphserver.ThreadStatePatch{Metadata: graphserver.Metadata{}})
 	requireCode(t, err, graphserver.ENOTFOUND)
+}
+
+// endGate is an Observer that holds the end of run first (after storage
+// ended it, before its end reaches its streams) until run second ended:
+// the interleaving of a run queued behind another that executes and ends
+// at once, while the end of the run before it is on its way.
+type endGate struct {
+	mu            sync.Mutex
+	first, second string
+	secondEnded   chan struct{}
+	forced        atomic.Bool // second ended while first's end was held
+}
+
+func (g *endGate) Observe(ev graphserver.Event) {
+	re, ok := ev.(graphserver.RunEvent)
+	if !ok || re.Status == graphserver.RunPending || re.Status == graphserver.RunRunning {
+		return
+	}
+	g.mu.Lock()
+	first, second := g.first, g.second
+	g.mu.Unlock()
+	switch re.RunID {
+	case second:
+		close(g.secondEnded)
+	case first:
+		select {
+		case <-g.secondEnded:
+			g.forced.Store(true)
+		case <-time.After(30 * time.Second):
+		}
+	}
+}
+
+// TestThreadStreamRunsInOrder: a run queued behind another (multitask
+// enqueue, as input.inject queues one) that starts and ends while the end
+// of the run before it is still on its way to the thread's streams (storage
+// ended that run, which let the queued one start) goes on the thread
+// streams after that end, as langgraph-api's thread stream delivers every
+// run of the thread, one after the other. It was lost on the protocol-v2
+// stream (its lifecycle never came) and cut into the run before it on the
+// classic thread stream.
+func TestThreadStreamRunsInOrder(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t, func(o *graphserver.Options) { o.PollInterval = 10 * time.Millisecond })
+	gate := &endGate{secondEnded: make(chan struct{})}
+	b.srv.AddObserver(gate)
+	tid := b.thread(t)
+
+	st, err := b.srv.JoinThreadStream(b.ctx, tid, graphserver.ThreadStreamOptions{})
+	require.NoError(t, err)
+	te := followThread(t, st)
+	v2, err := b.srv.SubscribeThreadEvents(b.ctx, tid, graphserver.ThreadEventsRequest{Channels: []string{graphserver.ChannelLifecycle}})
+	require.NoError(t, err)
+	lifecycle := make(chan graphserver.ThreadEvent, 100)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go func() {
+		for ev, err := range v2.Events(ctx) {
+			if err != nil {
+				return
+			}
+			lifecycle <- ev
+		}
+	}()
+
+	run1, err := b.srv.CreateRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	gate.mu.Lock()
+	gate.first = run1.RunID
+	gate.mu.Unlock()
+	waitStarted(t, b.block)
+	run2, err := b.srv.CreateRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"n":2}`), MultitaskStrategy: graphserver.MultitaskEnqueue})
+	require.NoError(t, err)
+	gate.mu.Lock()
+	gate.second = run2.RunID
+	gate.mu.Unlock()
+	b.block.Release()
+
+	// Classic: every event of run 2 after the end of run 1, save the
+	// metadata event of its creation.
+	evs := te.untilRunDone(t, run2.RunID)
+	isDone1 := func(ev graphserver.StreamEvent) bool {
+		return string(ev.Data) == `{"run_id":"`+run1.RunID+`","status":"run_done"}`
+	}
+	done1 := slices.IndexFunc(evs, isDone1)
+	if done1 == -1 {
+		evs = append(evs, te.untilRunDone(t, run1.RunID)...)
+	}
+	// Once the end of run 1 is out, the gate has let it go.
+	require.True(t, gate.forced.Load(), "run 2 did not end while the end of run 1 was held")
+	require.NotEqual(t, -1, done1, "the end of run 1 comes before the end of run 2: %v", eventNames(evs))
+	values2 := slices.IndexFunc(evs, func(ev graphserver.StreamEvent) bool {
+		return ev.Event == "values" && string(ev.Data) == `{"n":2}`
+	})
+	require.Greater(t, values2, done1, "run 2's events come after the end of run 1")
+
+	// Protocol v2: both runs' lifecycles, in order.
+	var got []string
+	for len(got) < 4 {
+		select {
+		case ev := <-lifecycle:
+			var d struct {
+				Event string `json:"event"`
+				RunID string `json:"run_id"`
+			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			got = append(got, d.Event+" "+d.RunID)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("lifecycle events so far: %v", got)
+		}
+	}
+	require.Equal(t, []string{"running " + run1.RunID, "completed " + run1.RunID, "running " + run2.RunID, "completed " + run2.RunID}, got)
 }
