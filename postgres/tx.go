@@ -72,15 +72,13 @@ func runRefs(rows []runRefRow) []driver.RunRef {
 
 // CheckThread implements driver.Tx. It locks the thread's row: every
 // change of a thread's runs takes that lock first.
-func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	if len(filter) == 0 && t.locked[id] {
-		return nil
-	}
-	if err := lockThread(ctx, t.tx, id, filter); err != nil {
-		return err
+func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
+	h, err := lockThreadHead(ctx, t.tx, id, filter)
+	if err != nil {
+		return nil, err
 	}
 	t.lock(id)
-	return nil
+	return h, nil
 }
 
 // InsertThread implements driver.Tx.

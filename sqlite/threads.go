@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
@@ -94,22 +95,32 @@ func getThread(ctx context.Context, q sqlx.QueryerContext, id string, filter gra
 	return r.thread()
 }
 
-// checkThread returns nil when thread id exists and filter lets it be
-// seen, ENOTFOUND otherwise: getThread without reading the row.
-func checkThread(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) error {
+// threadHead returns the metadata and config of thread id when filter
+// lets it be seen, ENOTFOUND otherwise: getThread reading only those.
+func threadHead(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
 	var w where
 	w.add("thread_id = ?", id)
 	if err := w.filter("metadata", filter); err != nil {
-		return err
+		return nil, err
 	}
-	var one int
-	err := sqlx.GetContext(ctx, q, &one, `SELECT 1 FROM threads`+w.String(), w.args...)
+	var r struct {
+		Metadata string `db:"metadata"`
+		Config   string `db:"config"`
+	}
+	err := sqlx.GetContext(ctx, q, &r, `SELECT metadata, config FROM threads`+w.String(), w.args...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return threadNotFound(id)
+		return nil, threadNotFound(id)
 	} else if err != nil {
-		return fmt.Errorf("get thread %s: %w", id, err)
+		return nil, fmt.Errorf("get thread %s: %w", id, err)
 	}
-	return nil
+	h := &driver.ThreadHead{}
+	if h.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
+		return nil, err
+	}
+	if h.Config, err = jsoncol.DecodeObject(r.Config); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // expiry returns when a thread with TTL minutes expires if last active at t.

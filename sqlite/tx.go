@@ -57,8 +57,8 @@ func runRefs(rows []runRefRow) []driver.RunRef {
 }
 
 // CheckThread implements driver.Tx.
-func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	return checkThread(ctx, t.tx, id, filter)
+func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
+	return threadHead(ctx, t.tx, id, filter)
 }
 
 // InsertThread implements driver.Tx.

@@ -87,16 +87,28 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		t.Parallel()
 		st := setup(t)
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-			require.NoError(t, tx.CheckThread(ctx, "t1", nil))
-			require.NoError(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "ann"}))
-			requireCode(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "bob"}), graphserver.ENOTFOUND)
-			requireCode(t, tx.CheckThread(ctx, "missing", nil), graphserver.ENOTFOUND)
+			// CheckThread reads what a run's creation takes from its thread.
+			head, err := tx.CheckThread(ctx, "t1", nil)
+			require.NoError(t, err)
+			require.Equal(t, &driver.ThreadHead{Metadata: graphserver.Metadata{"owner": "ann"}, Config: graphserver.Object{}}, head)
+			_, err = tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "ann"})
+			require.NoError(t, err)
+			_, err = tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "bob"})
+			requireCode(t, err, graphserver.ENOTFOUND)
+			_, err = tx.CheckThread(ctx, "missing", nil)
+			requireCode(t, err, graphserver.ENOTFOUND)
 
 			require.NoError(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1), UpdatedAt: at(2),
 				StateUpdatedAt: at(1), Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{"c": 1.0},
 				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}))
 			requireCode(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1)}), graphserver.ECONFLICT)
 			requireCode(t, tx.UpdateThread(ctx, "missing", &driver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle}), graphserver.ENOTFOUND)
+			return nil
+		})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			head, err := tx.CheckThread(ctx, "t2", graphserver.Filter{"k": "v"})
+			require.NoError(t, err)
+			require.Equal(t, &driver.ThreadHead{Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{"c": 1.0}}, head)
 			return nil
 		})
 		th := getThread(t, st, "t2")
