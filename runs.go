@@ -855,7 +855,10 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 	}
 	var openMeta Metadata // a thread run's is known once inserted
 	if stateless {
-		openMeta = ins.CreateThread.Metadata
+		// Its thread is new: complete the run here rather than in the
+		// transaction (which SQLite runs on its single writer).
+		ins.Complete(nil)
+		ins.Complete, openMeta = nil, ins.CreateThread.Metadata
 	}
 	log := s.rq.logs.open(runID, threadID, rc.StreamResumable, openMeta)
 	// The first event goes out at once; a later attempt adds its own.
