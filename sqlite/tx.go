@@ -166,7 +166,7 @@ func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *driver.R
 	if err != nil {
 		return err
 	}
-	kwargs, err := jsoncol.Value(r.Kwargs)
+	kwargs, err := jsoncol.Kwargs(&r.Kwargs)
 	if err != nil {
 		return err
 	}
