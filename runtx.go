@@ -76,10 +76,7 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		}
 		var active []driver.RunRef
 		if !inserted { // a thread inserted just now has no runs
-			var err error
-			if active, err = tx.ActiveRuns(ctx, r.ThreadID); err != nil {
-				return err
-			}
+			active = head.Active
 		}
 		free := len(active) == 0 // no run of the thread stays pending or running
 		if !free {

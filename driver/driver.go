@@ -47,10 +47,11 @@ type Storage interface {
 // A Tx is valid only inside the function WithTx runs and is not safe for
 // concurrent use.
 type Tx interface {
-	// CheckThread returns the metadata and config of thread id (what a
-	// run's creation takes from its thread, read with the check rather
-	// than before the transaction), ENOTFOUND when the thread is missing
-	// or hidden by filter (applied to its metadata). A driver whose
+	// CheckThread returns the metadata and config of thread id and its
+	// pending and running runs (what a run's creation takes from its
+	// thread, read with the check rather than before the transaction, in
+	// one statement where the driver can), ENOTFOUND when the thread is
+	// missing or hidden by filter (applied to its metadata). A driver whose
 	// transactions run concurrently locks the thread's row until the
 	// transaction ends (the rules take it first, so that the changes to one
 	// thread's runs apply one after the other), and locks the runs that
@@ -138,10 +139,14 @@ type ThreadWrite struct {
 }
 
 // ThreadHead is what Tx.CheckThread reads of a thread: its metadata and
-// config, never nil (empty objects when the columns are).
+// config, never nil (empty objects when the columns are), and its active
+// runs.
 type ThreadHead struct {
 	Metadata record.Metadata
 	Config   record.Object
+	// Active lists the thread's pending and running runs, as
+	// Tx.ActiveRuns lists (and locks) them.
+	Active []RunRef
 }
 
 // RunClaim is the lease of a run inserted already claimed (Tx.InsertRun).

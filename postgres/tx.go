@@ -78,6 +78,9 @@ func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Fil
 		return nil, err
 	}
 	t.lock(id)
+	if h.Active, err = t.ActiveRuns(ctx, id); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 

@@ -95,30 +95,44 @@ func getThread(ctx context.Context, q sqlx.QueryerContext, id string, filter gra
 	return r.thread()
 }
 
-// threadHead returns the metadata and config of thread id when filter
-// lets it be seen, ENOTFOUND otherwise: getThread reading only those.
+// threadHead returns the metadata, config and active runs of thread id
+// when filter lets it be seen, ENOTFOUND otherwise: one statement, the
+// thread's row joined to the runs ActiveRuns lists.
 func threadHead(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
 	var w where
-	w.add("thread_id = ?", id)
-	if err := w.filter("metadata", filter); err != nil {
+	w.add("t.thread_id = ?", id)
+	if err := w.filter("t.metadata", filter); err != nil {
 		return nil, err
 	}
-	var r struct {
-		Metadata string `db:"metadata"`
-		Config   string `db:"config"`
+	var rows []struct {
+		Metadata string         `db:"metadata"`
+		Config   string         `db:"config"`
+		RunID    sql.NullString `db:"run_id"`
+		ThreadID sql.NullString `db:"thread_id"`
+		Status   sql.NullString `db:"status"`
+		Attempt  sql.NullInt64  `db:"attempt"`
+		Cancel   sql.NullString `db:"cancel_action"`
 	}
-	err := sqlx.GetContext(ctx, q, &r, `SELECT metadata, config FROM threads`+w.String(), w.args...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, threadNotFound(id)
-	} else if err != nil {
+	err := sqlx.SelectContext(ctx, q, &rows, `SELECT t.metadata, t.config, `+runRefColumns+` FROM threads AS t
+		LEFT JOIN runs AS r ON r.thread_id = t.thread_id AND r.status IN ('pending', 'running')`+w.String(), w.args...)
+	if err != nil {
 		return nil, fmt.Errorf("get thread %s: %w", id, err)
 	}
+	if len(rows) == 0 {
+		return nil, threadNotFound(id)
+	}
 	h := &driver.ThreadHead{}
-	if h.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
+	if h.Metadata, err = jsoncol.DecodeObject(rows[0].Metadata); err != nil {
 		return nil, err
 	}
-	if h.Config, err = jsoncol.DecodeObject(r.Config); err != nil {
+	if h.Config, err = jsoncol.DecodeObject(rows[0].Config); err != nil {
 		return nil, err
+	}
+	for _, r := range rows {
+		if r.RunID.Valid {
+			h.Active = append(h.Active, driver.RunRef{RunID: r.RunID.String, ThreadID: r.ThreadID.String,
+				Status: r.Status.String, Attempt: int(r.Attempt.Int64), CancelAction: r.Cancel.String})
+		}
 	}
 	return h, nil
 }
