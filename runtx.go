@@ -122,7 +122,7 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 				break
 			}
 		}
-		if opts.ThreadConfig != nil && !sameJSON(map[string]any(head.Config), map[string]any(opts.ThreadConfig)) {
+		if opts.ThreadConfig != nil && !sameJSON(head.Config, opts.ThreadConfig) {
 			w.Config = opts.ThreadConfig
 		}
 		return tx.UpdateThread(ctx, r.ThreadID, w)
@@ -134,9 +134,9 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 }
 
 // sameJSON reports whether a and b, decoded JSON values (objects as
-// map[string]any or Object), are equal. Other types compare unequal unless
-// they are comparable and ==, which only costs a write that could have
-// been skipped.
+// map[string]any or Object), are equal. Values of other types, which
+// decoding does not give, compare unequal: that only costs a write that
+// could have been skipped.
 func sameJSON(a, b any) bool {
 	switch a := a.(type) {
 	case map[string]any:
