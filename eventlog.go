@@ -25,7 +25,8 @@ type eventLog struct {
 	resumable bool
 	// threadMeta is the metadata of the run's thread when the run was
 	// created: access control checks it when the thread is gone (a
-	// stateless run's temporary thread). Set before the log is shared.
+	// stateless run's temporary thread). Guarded by the registry's mu
+	// (a thread run's is known once its insertion committed).
 	threadMeta Metadata
 	hub        *threadHub // the thread streams the log's events also go to; nil: none
 
@@ -560,6 +561,20 @@ func (r *logRegistry) open(runID, threadID string, resumable bool, threadMeta Me
 	r.logs[runID] = l
 	r.notify(runID)
 	return l
+}
+
+// setThreadMeta sets l's threadMeta (see eventLog.threadMeta).
+func (r *logRegistry) setThreadMeta(l *eventLog, m Metadata) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.threadMeta = m
+}
+
+// threadMeta returns l's threadMeta.
+func (r *logRegistry) threadMeta(l *eventLog) Metadata {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return l.threadMeta
 }
 
 // attach returns the log an execution (one attempt) of a run appends to:

@@ -110,11 +110,6 @@ const (
 
 // runChanged logs a run's status change and tells the observers.
 func (s *Server) runChanged(ev RunEvent) {
-	attrs := make([]slog.Attr, 0, 8)
-	attrs = append(attrs, slog.String(logKeyRunID, ev.RunID), slog.String(logKeyThreadID, ev.ThreadID))
-	if ev.AssistantID != "" {
-		attrs = append(attrs, slog.String(logKeyAssistant, ev.AssistantID))
-	}
 	level, msg := slog.LevelInfo, "run ended"
 	switch {
 	case ev.Status == RunPending && !ev.Released:
@@ -126,23 +121,32 @@ func (s *Server) runChanged(ev RunEvent) {
 	case ev.Status == RunError || ev.Status == RunTimeout:
 		level = slog.LevelWarn
 	}
-	attrs = append(attrs, slog.String(logKeyRunStatus, runStatusName(ev.Status)))
-	if ev.Attempt > 0 {
-		attrs = append(attrs, slog.Int(logKeyAttempt, ev.Attempt))
+	// The attributes are built only for a record the logger keeps: a run
+	// logs three.
+	if s.logger.Enabled(context.Background(), level) {
+		attrs := make([]slog.Attr, 0, 8)
+		attrs = append(attrs, slog.String(logKeyRunID, ev.RunID), slog.String(logKeyThreadID, ev.ThreadID))
+		if ev.AssistantID != "" {
+			attrs = append(attrs, slog.String(logKeyAssistant, ev.AssistantID))
+		}
+		attrs = append(attrs, slog.String(logKeyRunStatus, runStatusName(ev.Status)))
+		if ev.Attempt > 0 {
+			attrs = append(attrs, slog.Int(logKeyAttempt, ev.Attempt))
+		}
+		if ev.Status == RunRunning && ev.Attempt == 1 {
+			attrs = append(attrs, slog.Duration("wait", ev.Wait))
+		}
+		if ev.Duration > 0 {
+			attrs = append(attrs, slog.Duration(logKeyDuration, ev.Duration))
+		}
+		if ev.Reason != "" {
+			attrs = append(attrs, slog.String("reason", ev.Reason))
+		}
+		if ev.Err != nil {
+			attrs = append(attrs, slog.String(logKeyErr, ev.Err.Error()))
+		}
+		s.logger.LogAttrs(context.Background(), level, msg, attrs...)
 	}
-	if ev.Status == RunRunning && ev.Attempt == 1 {
-		attrs = append(attrs, slog.Duration("wait", ev.Wait))
-	}
-	if ev.Duration > 0 {
-		attrs = append(attrs, slog.Duration(logKeyDuration, ev.Duration))
-	}
-	if ev.Reason != "" {
-		attrs = append(attrs, slog.String("reason", ev.Reason))
-	}
-	if ev.Err != nil {
-		attrs = append(attrs, slog.String(logKeyErr, ev.Err.Error()))
-	}
-	s.logger.LogAttrs(context.Background(), level, msg, attrs...)
 	s.observers.notify(ev)
 }
 

@@ -548,7 +548,7 @@ func (s *Server) checkLogAccess(ctx context.Context, log *eventLog, filter Filte
 		}
 		return Errorf(ENOTFOUND, "Run %s not found.", log.runID) // there, but hidden
 	}
-	ok, err := matchFilter(log.threadMeta, filter)
+	ok, err := matchFilter(s.rq.logs.threadMeta(log), filter)
 	if err != nil {
 		return err
 	} else if !ok {
@@ -752,60 +752,18 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var thread *Thread
-	if !stateless {
-		thread, err = s.storage.GetThread(ctx, threadID, filter)
-		if ErrorCode(err) == ENOTFOUND {
-			if rc.IfNotExists != IfNotExistsCreate {
-				return nil, nil, Errorf(ENOTFOUND, "Thread or assistant not found.")
-			}
-		} else if err != nil {
-			return nil, nil, err
-		}
-	}
-
 	now := s.clock()
 	temporary := stateless && rc.OnCompletion != OnCompletionKeep
-	var threadCfg, threadMeta Object
-	if thread != nil {
-		threadCfg, threadMeta = thread.Config, thread.Metadata
-	}
-	cfg, storedCfg, runCtx := mergeRunConfig(asst, threadCfg, rc)
-	meta := Metadata{}
-	maps.Copy(meta, asst.Metadata)
-	maps.Copy(meta, threadMeta)
-	if m, ok := asObject(rc.Config["metadata"]); ok {
-		maps.Copy(meta, m)
-	}
-	maps.Copy(meta, rc.Metadata)
-	meta["assistant_id"] = asst.AssistantID
-	meta["graph_id"] = asst.GraphID
-
-	configurable := cfg["configurable"].(Object)
-	configurable["run_id"] = runID
-	configurable["thread_id"] = threadID
-	configurable["graph_id"] = asst.GraphID
-	configurable["assistant_id"] = asst.AssistantID
-	if u := UserFromContext(ctx); u != nil && s.auth != nil {
-		// LangGraph's names: graphs read the caller from these.
-		// In decoded-JSON form: the graph sees the same types whether its
-		// run was claimed at insertion or read back from storage.
-		obj, err := canonicalJSON(u.Object())
-		if err != nil {
+	// The caller, in the graph's configurable (LangGraph's names; in
+	// decoded-JSON form: the graph sees the same types whether its run was
+	// claimed at insertion or read back from storage).
+	var authUser any
+	u := UserFromContext(ctx)
+	if u != nil && s.auth != nil {
+		if authUser, err = canonicalJSON(u.Object()); err != nil {
 			return nil, nil, Errorf(EINVALID, "The user's extra fields cannot be encoded as JSON: %v", err)
 		}
-		configurable["langgraph_auth_user"] = obj
-		configurable["langgraph_auth_user_id"] = u.Identity
-		configurable["langgraph_auth_permissions"] = obj.(map[string]any)["permissions"]
-		if v, ok := configurable["user_id"]; !ok || v == nil || v == "" {
-			configurable["user_id"] = u.Identity
-		}
 	}
-	if _, ok := configurable["user_id"]; !ok {
-		configurable["user_id"] = nil
-	}
-	cfg["metadata"] = meta
-
 	var webhook *string
 	if rc.Webhook != "" {
 		webhook = &rc.Webhook
@@ -818,13 +776,10 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 		CreatedAt:         createdAt,
 		UpdatedAt:         now,
 		Status:            RunPending,
-		Metadata:          meta,
 		MultitaskStrategy: rc.MultitaskStrategy,
 		Kwargs: RunKwargs{
 			Input:           rc.Input,
 			Command:         rc.Command,
-			Config:          cfg,
-			Context:         runCtx,
 			StreamMode:      rc.StreamMode,
 			InterruptBefore: rc.InterruptBefore,
 			InterruptAfter:  rc.InterruptAfter,
@@ -841,27 +796,71 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 	}
 	ins := &driver.RunInsert{
 		ThreadMetadata: Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID},
-		ThreadConfig:   storedCfg,
 		Cron:           cron,
+		Filter:         filter,
 	}
-	if thread == nil {
+	if stateless || rc.IfNotExists == IfNotExistsCreate {
+		// Inserted when the thread is missing (at once for a stateless
+		// run); its config is the run's (Complete sets ThreadConfig).
 		tm := Metadata{"graph_id": asst.GraphID, "assistant_id": asst.AssistantID}
 		if m, ok := asObject(rc.Config["metadata"]); ok && stateless {
 			maps.Copy(tm, m)
 		}
 		maps.Copy(tm, rc.Metadata)
-		ins.CreateThread, ins.NewThread = newThread(threadID, now, tm, storedCfg), stateless
+		ins.CreateThread, ins.NewThread = newThread(threadID, now, tm, nil), stateless
 		ins.CreateThread.Status = ThreadBusy
 		ins.CreateThread.Values, ins.CreateThread.Interrupts = json.RawMessage("null"), map[string][]Interrupt{}
 	}
-	ins.Filter = filter
-	logMeta := ins.ThreadMetadata
-	if thread != nil {
-		logMeta = thread.Metadata.Merge(ins.ThreadMetadata)
-	} else if ins.CreateThread != nil {
-		logMeta = ins.CreateThread.Metadata
+	// The run's config and metadata merge the thread's, read in the
+	// insertion's transaction (nil: the insertion creates the thread).
+	var logMeta Metadata
+	ins.Complete = func(thread *driver.ThreadHead) {
+		var threadCfg, threadMeta Object
+		if thread != nil {
+			threadCfg, threadMeta = thread.Config, thread.Metadata
+			logMeta = thread.Metadata.Merge(ins.ThreadMetadata)
+		} else {
+			logMeta = ins.CreateThread.Metadata
+		}
+		cfg, storedCfg, runCtx := mergeRunConfig(asst, threadCfg, rc)
+		meta := Metadata{}
+		maps.Copy(meta, asst.Metadata)
+		maps.Copy(meta, threadMeta)
+		if m, ok := asObject(rc.Config["metadata"]); ok {
+			maps.Copy(meta, m)
+		}
+		maps.Copy(meta, rc.Metadata)
+		meta["assistant_id"] = asst.AssistantID
+		meta["graph_id"] = asst.GraphID
+
+		configurable := cfg["configurable"].(Object)
+		configurable["run_id"] = runID
+		configurable["thread_id"] = threadID
+		configurable["graph_id"] = asst.GraphID
+		configurable["assistant_id"] = asst.AssistantID
+		if authUser != nil {
+			configurable["langgraph_auth_user"] = authUser
+			configurable["langgraph_auth_user_id"] = u.Identity
+			configurable["langgraph_auth_permissions"] = authUser.(map[string]any)["permissions"]
+			if v, ok := configurable["user_id"]; !ok || v == nil || v == "" {
+				configurable["user_id"] = u.Identity
+			}
+		}
+		if _, ok := configurable["user_id"]; !ok {
+			configurable["user_id"] = nil
+		}
+		cfg["metadata"] = meta
+		run.Metadata, run.Kwargs.Config, run.Kwargs.Context = meta, cfg, runCtx
+		ins.ThreadConfig = storedCfg
 	}
-	log := s.rq.logs.open(runID, threadID, rc.StreamResumable, logMeta)
+	var openMeta Metadata // a thread run's is known once inserted
+	if stateless {
+		// Its thread is new: complete the run here rather than in the
+		// transaction (which SQLite runs on its single writer).
+		ins.Complete(nil)
+		ins.Complete, openMeta = nil, ins.CreateThread.Metadata
+	}
+	log := s.rq.logs.open(runID, threadID, rc.StreamResumable, openMeta)
 	// The first event goes out at once; a later attempt adds its own.
 	log.append("metadata", marshalOutput(map[string]any{"run_id": runID, "attempt": 1}))
 	slot := rc.AfterSeconds == 0 && s.rq.acquireSlot()
@@ -874,7 +873,13 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 			s.rq.releaseSlot()
 		}
 		s.rq.logs.drop(runID)
+		if ErrorCode(err) == ENOTFOUND && !stateless {
+			err = Errorf(ENOTFOUND, "Thread or assistant not found.")
+		}
 		return nil, nil, err
+	}
+	if !stateless {
+		s.rq.logs.setThreadMeta(log, logMeta)
 	}
 	s.runChanged(RunEvent{RunID: runID, ThreadID: threadID, AssistantID: asst.AssistantID, Status: RunPending})
 	if s.rq.events != nil && !res.Claimed {

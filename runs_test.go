@@ -656,3 +656,50 @@ func TestQueuedRunStartsWhenSlotFrees(t *testing.T) {
 		})
 	}
 }
+
+// TestRunTakesThreadSettings: a thread run's metadata and config merge its
+// thread's (read in the run's insertion), and the run's config and graph
+// are written back on the thread only when they change it.
+func TestRunTakesThreadSettings(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t, nil)
+	th, err := b.srv.CreateThread(b.ctx, graphserver.ThreadCreate{Metadata: graphserver.Metadata{"team": "a"}, GraphID: "other"})
+	require.NoError(t, err)
+	tid := th.ThreadID
+	run := func(cfg graphserver.Object) (*graphserver.Run, *graphserver.Thread) {
+		t.Helper()
+		st, err := b.srv.StreamRun(b.ctx, tid, graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{}`), Config: cfg})
+		require.NoError(t, err)
+		_, err = st.Wait(b.ctx)
+		require.NoError(t, err)
+		r, err := b.srv.GetRun(b.ctx, tid, st.Run.RunID)
+		require.NoError(t, err)
+		th, err := b.srv.GetThread(b.ctx, tid)
+		require.NoError(t, err)
+		return r, th
+	}
+	configurable := func(o graphserver.Object) map[string]any {
+		t.Helper()
+		c, ok := o["configurable"].(map[string]any)
+		require.True(t, ok, "configurable in %v", o)
+		return c
+	}
+
+	r, th := run(graphserver.Object{"configurable": map[string]any{"k": "v1"}})
+	require.Equal(t, "a", r.Metadata["team"], "the thread's metadata")
+	require.Equal(t, "echo", r.Metadata["graph_id"])
+	require.Equal(t, graphserver.Metadata{"team": "a", "graph_id": "echo", "assistant_id": r.AssistantID}, th.Metadata)
+	require.Equal(t, "v1", configurable(th.Config)["k"])
+
+	r, th = run(nil) // the thread's config, unchanged
+	require.Equal(t, "v1", configurable(r.Kwargs.Config)["k"], "the thread's config")
+	require.Equal(t, "a", r.Metadata["team"])
+	require.Equal(t, "v1", configurable(th.Config)["k"])
+
+	_, th = run(graphserver.Object{"configurable": map[string]any{"k": "v2"}})
+	require.Equal(t, "v2", configurable(th.Config)["k"], "a changed config is stored")
+
+	_, err = b.srv.CreateRun(b.ctx, "00000000-0000-4000-8000-000000000000", graphserver.RunCreate{AssistantID: "echo"})
+	requireCode(t, err, graphserver.ENOTFOUND)
+	require.Equal(t, "Thread or assistant not found.", graphserver.ErrorMessage(err))
+}

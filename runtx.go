@@ -46,13 +46,18 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		}
 		// A thread id made for this run (NewThread) is nobody's yet.
 		inserted := opts.NewThread && opts.CreateThread != nil
+		var head *driver.ThreadHead
 		if !inserted {
-			err := tx.CheckThread(ctx, r.ThreadID, opts.Filter)
+			var err error
+			head, err = tx.CheckThread(ctx, r.ThreadID, opts.Filter)
 			if ErrorCode(err) == ENOTFOUND && opts.CreateThread != nil {
-				inserted = true
+				inserted, head = true, nil
 			} else if err != nil {
 				return err
 			}
+		}
+		if opts.Complete != nil {
+			opts.Complete(head)
 		}
 		if inserted {
 			// Inserted as the update below would leave it: busy, with the
@@ -71,10 +76,7 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		}
 		var active []driver.RunRef
 		if !inserted { // a thread inserted just now has no runs
-			var err error
-			if active, err = tx.ActiveRuns(ctx, r.ThreadID); err != nil {
-				return err
-			}
+			active = head.Active
 		}
 		free := len(active) == 0 // no run of the thread stays pending or running
 		if !free {
@@ -112,13 +114,72 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		if inserted {
 			return nil
 		}
-		return tx.UpdateThread(ctx, r.ThreadID, &driver.ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy,
-			MergeMetadata: opts.ThreadMetadata, Config: opts.ThreadConfig})
+		// What the thread has already is not written again.
+		w := &driver.ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy}
+		for k, v := range opts.ThreadMetadata {
+			if old, ok := head.Metadata[k]; !ok || !sameJSON(old, v) {
+				w.MergeMetadata = opts.ThreadMetadata
+				break
+			}
+		}
+		if opts.ThreadConfig != nil && !sameJSON(head.Config, opts.ThreadConfig) {
+			w.Config = opts.ThreadConfig
+		}
+		return tx.UpdateThread(ctx, r.ThreadID, w)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// sameJSON reports whether a and b, decoded JSON values (objects as
+// map[string]any or Object), are equal. Values of other types, which
+// decoding does not give, compare unequal: that only costs a write that
+// could have been skipped.
+func sameJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		return sameJSONObject(a, b)
+	case Object:
+		return sameJSONObject(a, b)
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case string, float64, bool, nil:
+		return a == b
+	}
+	return false
+}
+
+func sameJSONObject(a map[string]any, b any) bool {
+	var bm map[string]any
+	switch b := b.(type) {
+	case map[string]any:
+		bm = b
+	case Object:
+		bm = b
+	default:
+		return false
+	}
+	if len(a) != len(bm) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := bm[k]
+		if !ok || !sameJSON(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // errCronFired is the ECONFLICT of a run whose cron firing was claimed

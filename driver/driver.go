@@ -47,13 +47,16 @@ type Storage interface {
 // A Tx is valid only inside the function WithTx runs and is not safe for
 // concurrent use.
 type Tx interface {
-	// CheckThread returns ENOTFOUND when thread id is missing or hidden by
-	// filter (applied to its metadata), nil otherwise. A driver whose
+	// CheckThread returns the metadata and config of thread id and its
+	// pending and running runs (what a run's creation takes from its
+	// thread, read with the check rather than before the transaction, in
+	// one statement where the driver can), ENOTFOUND when the thread is
+	// missing or hidden by filter (applied to its metadata). A driver whose
 	// transactions run concurrently locks the thread's row until the
 	// transaction ends (the rules take it first, so that the changes to one
 	// thread's runs apply one after the other), and locks the runs that
 	// ActiveRuns, SelectRuns and HeldRun return.
-	CheckThread(ctx context.Context, id string, filter record.Filter) error
+	CheckThread(ctx context.Context, id string, filter record.Filter) (*ThreadHead, error)
 	// InsertThread inserts t, stored as ThreadStorage.CreateThread stores
 	// it. ECONFLICT when the id is taken.
 	InsertThread(ctx context.Context, t *record.Thread) error
@@ -133,6 +136,17 @@ type ThreadWrite struct {
 	// ignored: Status says the status.
 	Summary    *ThreadSummary
 	KeepValues bool
+}
+
+// ThreadHead is what Tx.CheckThread reads of a thread: its metadata and
+// config, never nil (empty objects when the columns are), and its active
+// runs.
+type ThreadHead struct {
+	Metadata record.Metadata
+	Config   record.Object
+	// Active lists the thread's pending and running runs, as
+	// Tx.ActiveRuns lists (and locks) them.
+	Active []RunRef
 }
 
 // RunClaim is the lease of a run inserted already claimed (Tx.InsertRun).

@@ -70,6 +70,14 @@ type RunInsert struct {
 	Owner      string
 	LeaseUntil time.Time
 
+	// Complete, when set, is called in the insertion's transaction before
+	// the run is inserted, with what Tx.CheckThread read of the run's
+	// thread, or nil when the insertion creates the thread: it completes
+	// the run (whose config and metadata take the thread's) and may set
+	// ThreadConfig, so that the thread is read once, in the transaction.
+	// Like the transaction's function, it may be called more than once.
+	Complete func(thread *ThreadHead)
+
 	// Cron, when set, is the cron firing that creates the run: the insertion
 	// claims it (as CronStorage.FireCron) in the run's transaction and
 	// fails with ECONFLICT, inserting nothing, when it cannot.

@@ -83,7 +83,7 @@ func (h *handler) createStreamRun(w http.ResponseWriter, r *http.Request, thread
 		return err
 	}
 	loc := runLocation(st.Run.ThreadID, st.Run.RunID, threadID == "")
-	h.writeSSE(w, r, st.Events, loc, loc+"/stream")
+	h.writeSSE(w, r, st.Events, loc, loc+"/stream", true)
 	return nil
 }
 
@@ -241,7 +241,7 @@ func (h *handler) joinRunStream(w http.ResponseWriter, r *http.Request) error {
 	if tid == "" {
 		location = "/runs/" + rid + "/stream"
 	}
-	h.writeSSE(w, r, st.Events, loc, location)
+	h.writeSSE(w, r, st.Events, loc, location, false)
 	return nil
 }
 

@@ -90,7 +90,10 @@ func cutLine(b []byte) (line, rest []byte, found bool) {
 // frame per event with its id, a ": heartbeat" comment every heartbeat
 // interval, and an error frame if following the stream fails. It returns
 // when the events end, the client goes away or the server closes.
-func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(context.Context) iter.Seq2[graphserver.StreamEvent, error], contentLocation, location string) {
+// firstReady says the first event is there already (a new run's metadata
+// event): the headers then go out with it, in one write, rather than
+// alone before it.
+func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(context.Context) iter.Seq2[graphserver.StreamEvent, error], contentLocation, location string, firstReady bool) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
 	hdr.Set("Cache-Control", "no-store")
@@ -102,7 +105,9 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 	defer h.metrics.streamOpened()()
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	_ = rc.Flush()
+	if !firstReady {
+		_ = rc.Flush()
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

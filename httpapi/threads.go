@@ -122,6 +122,6 @@ func (h *handler) joinThreadStream(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	h.writeSSE(w, r, st.Events, "", r.URL.RequestURI())
+	h.writeSSE(w, r, st.Events, "", r.URL.RequestURI(), false)
 	return nil
 }

@@ -101,6 +101,6 @@ func (h *handler) threadEvents(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		}
-	}, "", r.URL.RequestURI())
+	}, "", r.URL.RequestURI(), false)
 	return nil
 }

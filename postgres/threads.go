@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
@@ -109,6 +110,33 @@ func lockThread(ctx context.Context, q querier, id string, filter graphserver.Fi
 		return fmt.Errorf("get thread %s: %w", id, err)
 	}
 	return nil
+}
+
+// lockThreadHead is lockThread returning the thread's metadata and config.
+func lockThreadHead(ctx context.Context, q querier, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
+	var w where
+	w.add("thread_id = ?", id)
+	if err := w.filter("metadata", filter); err != nil {
+		return nil, err
+	}
+	type headRow struct {
+		Metadata string `db:"metadata"`
+		Config   string `db:"config"`
+	}
+	r, err := getRow[headRow](ctx, q, `SELECT metadata, config FROM threads`+w.String()+` FOR NO KEY UPDATE`, w.args...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, threadNotFound(id)
+	} else if err != nil {
+		return nil, fmt.Errorf("get thread %s: %w", id, err)
+	}
+	h := &driver.ThreadHead{}
+	if h.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
+		return nil, err
+	}
+	if h.Config, err = jsoncol.DecodeObject(r.Config); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // expiry returns when a thread with TTL minutes expires if last active at t.

@@ -72,15 +72,16 @@ func runRefs(rows []runRefRow) []driver.RunRef {
 
 // CheckThread implements driver.Tx. It locks the thread's row: every
 // change of a thread's runs takes that lock first.
-func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	if len(filter) == 0 && t.locked[id] {
-		return nil
-	}
-	if err := lockThread(ctx, t.tx, id, filter); err != nil {
-		return err
+func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
+	h, err := lockThreadHead(ctx, t.tx, id, filter)
+	if err != nil {
+		return nil, err
 	}
 	t.lock(id)
-	return nil
+	if h.Active, err = t.ActiveRuns(ctx, id); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // InsertThread implements driver.Tx.
@@ -194,7 +195,7 @@ func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *driver.R
 	if err != nil {
 		return err
 	}
-	kwargs, err := jsoncol.Value(r.Kwargs)
+	kwargs, err := jsoncol.Kwargs(&r.Kwargs)
 	if err != nil {
 		return err
 	}

@@ -221,3 +221,74 @@ func appendJSONRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// AppendJSON appends k's JSON encoding to b: what json.Marshal gives. A
+// run's insertion encodes its kwargs with it, on SQLite inside the single
+// writer's transaction.
+func (k *RunKwargs) AppendJSON(b []byte) ([]byte, error) {
+	var err error
+	b = append(b, `{"input":`...)
+	if b, err = appendJSONRaw(b, k.Input); err != nil {
+		return b, err
+	}
+	b = append(b, `,"command":`...)
+	if k.Command == nil {
+		b = append(b, "null"...)
+	} else if b, err = appendMarshal(b, k.Command); err != nil {
+		return b, err
+	}
+	b = append(b, `,"config":`...)
+	if b, err = k.Config.AppendJSON(b); err != nil {
+		return b, err
+	}
+	b = append(b, `,"context":`...)
+	if b, err = k.Context.AppendJSON(b); err != nil {
+		return b, err
+	}
+	b = append(b, `,"stream_mode":`...)
+	b = appendJSONStrings(b, k.StreamMode)
+	b = append(b, `,"interrupt_before":`...)
+	b = appendJSONBreakpoints(b, k.InterruptBefore)
+	b = append(b, `,"interrupt_after":`...)
+	b = appendJSONBreakpoints(b, k.InterruptAfter)
+	b = append(b, `,"webhook":`...)
+	if k.Webhook == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, *k.Webhook)
+	}
+	b = append(b, `,"feedback_keys":`...)
+	b = appendJSONStrings(b, k.FeedbackKeys)
+	b = append(b, `,"temporary":`...)
+	b = strconv.AppendBool(b, k.Temporary)
+	b = append(b, `,"subgraphs":`...)
+	b = strconv.AppendBool(b, k.Subgraphs)
+	b = append(b, `,"resumable":`...)
+	b = strconv.AppendBool(b, k.Resumable)
+	b = append(b, `,"durability":`...)
+	b = appendJSONString(b, k.Durability)
+	return append(b, '}'), nil
+}
+
+// appendJSONStrings appends a string slice (nil is null).
+func appendJSONStrings(b []byte, l []string) []byte {
+	if l == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONBreakpoints appends bp as Breakpoints.MarshalJSON does.
+func appendJSONBreakpoints(b []byte, bp Breakpoints) []byte {
+	if bp.All() {
+		return append(b, `"*"`...)
+	}
+	return appendJSONStrings(b, bp)
+}

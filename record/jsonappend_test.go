@@ -189,3 +189,30 @@ func FuzzObjectAppendJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestRunKwargsAppendJSON checks that run kwargs encode byte for byte as
+// json.Marshal encodes them.
+func TestRunKwargsAppendJSON(t *testing.T) {
+	t.Parallel()
+	hook := "https://example.com/<hook>?a=1&b=2"
+	for i, k := range []record.RunKwargs{
+		{},
+		{Input: json.RawMessage("null"), Config: record.Object{}, Context: record.Object{}, StreamMode: []string{}, FeedbackKeys: []string{}},
+		{Input: json.RawMessage(" {\n \"messages\" : [ {\"role\": \"user\", \"content\": \"<hi> & \u2028\"} ] } "),
+			Command: &record.RunCommand{Resume: json.RawMessage(` "yes" `), Goto: json.RawMessage(`["a"]`)},
+			Config: record.Object{"configurable": map[string]any{"thread_id": "t", "user_id": nil, "n": 1.5, "list": []any{"x", true}},
+				"metadata": record.Object{"graph_id": "g", "é": "<>"}, "recursion_limit": 25.0},
+			Context: record.Object{"k": "v"}, StreamMode: []string{"values", "messages-tuple"},
+			InterruptBefore: record.Breakpoints{"*"}, InterruptAfter: record.Breakpoints{"a", "b<"}, Webhook: &hook,
+			FeedbackKeys: []string{"score"}, Temporary: true, Subgraphs: true, Resumable: true, Durability: "async"},
+		{Input: json.RawMessage(`[1,2]`), InterruptBefore: record.Breakpoints{}, InterruptAfter: record.Breakpoints{"*", "x"}, Durability: "exit"},
+	} {
+		want, err := json.Marshal(k)
+		require.NoError(t, err)
+		got, err := k.AppendJSON([]byte("prefix"))
+		require.NoError(t, err)
+		require.Equal(t, "prefix"+string(want), string(got), "kwargs %d", i)
+	}
+	_, err := (&record.RunKwargs{Input: json.RawMessage(`{bad`)}).AppendJSON(nil)
+	require.Error(t, err)
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/graphserver/graphserver"
 )
@@ -14,7 +15,9 @@ const assistantCacheSize = 256
 // change counter assistant_changes.n (migration 0008), which triggers move
 // at every insert, update and delete of an assistant, in any process. A
 // lookup is then one read of that counter instead of the assistant's row
-// (and three JSON objects to decode). Callers get copies.
+// (and three JSON objects to decode). On a file this process has to itself
+// (OpenOptions.Exclusive), entries are valid for one value of the file's
+// assistantGen instead, and a lookup reads nothing. Callers get copies.
 type assistantCache struct {
 	mu sync.Mutex
 	n  int64 // the counter the entries were read at
@@ -88,4 +91,28 @@ func cloneJSONValue(v any) any {
 		return out
 	}
 	return v // string, float64, bool, nil: immutable
+}
+
+// assistantGens maps a database file (fileID) to its assistantGen: a
+// generation of the assistants table that moves after every write of it
+// made in this process, through any DB open on the file, before the write
+// returns. When the file is open Exclusive, no other process writes it, so
+// an assistant read at a generation is current while the generation stays.
+var assistantGens sync.Map // fileID -> *atomic.Int64
+
+// assistantGenOf returns the assistantGen of the file at path.
+func assistantGenOf(path string) (*atomic.Int64, error) {
+	id, err := fileID(path)
+	if err != nil {
+		return nil, err
+	}
+	g, _ := assistantGens.LoadOrStore(id, new(atomic.Int64))
+	return g.(*atomic.Int64), nil
+}
+
+// assistantsChanged moves the file's assistantGen: called (deferred) by
+// every method that may write the assistants table, once its write is
+// over, whatever its outcome.
+func (db *DB) assistantsChanged() {
+	db.assistantGen.Add(1)
 }

@@ -108,6 +108,7 @@ const insertAssistantVersion = `INSERT INTO assistant_versions
 // CreateAssistant implements driver.AssistantStorage. It stores a as
 // version 1 (a.Version is ignored); zero timestamps are set to now.
 func (db *DB) CreateAssistant(ctx context.Context, a *graphserver.Assistant, ifExists string, filter graphserver.Filter) (*graphserver.Assistant, error) {
+	defer db.assistantsChanged()
 	e, err := encodeAssistant(a)
 	if err != nil {
 		return nil, err
@@ -151,11 +152,33 @@ func (db *DB) CreateAssistant(ctx context.Context, a *graphserver.Assistant, ifE
 
 // GetAssistant implements driver.AssistantStorage.
 // Without a filter, an assistant read before is returned from memory while
-// no assistant has changed since (assistantCache): one read of a counter.
+// no assistant has changed since (assistantCache): one read of a counter,
+// or none when this process has the file to itself (OpenOptions.Exclusive),
+// where every change is made here and moves assistantGen.
 func (db *DB) GetAssistant(ctx context.Context, id string, filter graphserver.Filter) (*graphserver.Assistant, error) {
 	if filter != nil {
 		a, err := getAssistant(ctx, db.reader, id, filter)
 		return a, translate(err)
+	}
+	if db.exclusive {
+		// The generation before the read: a change committed meanwhile
+		// moves it past the entry.
+		g := db.assistantGen.Load()
+		if a := db.assistants.get(id, g); a != nil {
+			return a, nil
+		}
+		a, err := getAssistant(ctx, db.reader, id, nil)
+		if err != nil {
+			return nil, translate(err)
+		}
+		db.assistants.put(a, g)
+		return a, nil
+	}
+	// Short reads: without ctx's cancellation, database/sql watches no
+	// context for them (a goroutine per query otherwise).
+	ctx, err := uncancellable(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var n int64
 	if err := db.reader.GetContext(ctx, &n, `SELECT n FROM assistant_changes WHERE id = 1`); err != nil {
@@ -169,7 +192,7 @@ func (db *DB) GetAssistant(ctx context.Context, id string, filter graphserver.Fi
 		assistantRow
 		N int64 `db:"n"`
 	}
-	err := db.reader.GetContext(ctx, &r, `SELECT `+assistantColumns+`, (SELECT n FROM assistant_changes WHERE id = 1) AS n
+	err = db.reader.GetContext(ctx, &r, `SELECT `+assistantColumns+`, (SELECT n FROM assistant_changes WHERE id = 1) AS n
 		FROM assistants WHERE assistant_id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, assistantNotFound(id)
@@ -188,6 +211,7 @@ func (db *DB) GetAssistant(ctx context.Context, id string, filter graphserver.Fi
 // version max+1 and current; metadata is merged shallowly, other given
 // fields replace the current ones.
 func (db *DB) UpdateAssistant(ctx context.Context, id string, patch *graphserver.AssistantPatch, now time.Time, filter graphserver.Filter) (*graphserver.Assistant, error) {
+	defer db.assistantsChanged()
 	if patch == nil {
 		patch = &graphserver.AssistantPatch{}
 	}
@@ -247,6 +271,7 @@ func (db *DB) UpdateAssistant(ctx context.Context, id string, patch *graphserver
 // deleteThreads, the threads whose metadata.assistant_id is id and that
 // filter lets through are deleted too, with their checkpoints.
 func (db *DB) DeleteAssistant(ctx context.Context, id string, deleteThreads bool, filter graphserver.Filter) error {
+	defer db.assistantsChanged()
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		if _, err := getAssistant(ctx, tx, id, filter); err != nil {
 			return err
@@ -420,6 +445,7 @@ func (db *DB) ListAssistantVersions(ctx context.Context, id string, s *graphserv
 // the assistant, which points at it from then on. ENOTFOUND when the
 // assistant (or that version) is missing or hidden.
 func (db *DB) SetAssistantVersion(ctx context.Context, id string, version int, now time.Time, filter graphserver.Filter) (*graphserver.Assistant, error) {
+	defer db.assistantsChanged()
 	var out *graphserver.Assistant
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
 		if _, err := getAssistant(ctx, tx, id, filter); err != nil {

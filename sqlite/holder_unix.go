@@ -27,3 +27,17 @@ func tryLock(f *os.File) (bool, error) {
 		}
 	}
 }
+
+// fileID identifies the file at path (device and inode), whatever the
+// name it is opened by.
+func fileID(path string) (any, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, errors.New("no device and inode for " + path)
+	}
+	return [2]uint64{uint64(st.Dev), uint64(st.Ino)}, nil // their widths vary by system
+}

@@ -58,6 +58,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -91,8 +92,10 @@ type DB struct {
 	group  *groupWriter
 	text   *textIndexer // indexes store texts in batches (textindex.go)
 
-	assistants assistantCache // decoded assistants, see GetAssistant
-	holder     *holderLock    // this DB's lease holder id and lock (holder.go)
+	assistants   assistantCache // decoded assistants, see GetAssistant
+	assistantGen *atomic.Int64  // the file's, see assistantGens
+	exclusive    bool           // OpenOptions.Exclusive
+	holder       *holderLock    // this DB's lease holder id and lock (holder.go)
 
 	observers dbObservers
 
@@ -121,8 +124,11 @@ type OpenOptions struct {
 	// (fcntl on the database and its -shm file), which is most of the cost
 	// of a short read. Every DB opened on the file in this process still
 	// shares it; another process's Open fails with EUNAVAILABLE until this
-	// one closes it or exits. By default (false) processes on one machine
-	// may share the file, as the lease holders of RecoverRuns expect.
+	// one closes it or exits. Every change to the file is then made in
+	// this process, so GetAssistant (a run's creation) returns a cached
+	// assistant without reading the change counter. By default (false)
+	// processes on one machine may share the file, as the lease holders of
+	// RecoverRuns expect.
 	Exclusive bool
 }
 
@@ -216,6 +222,13 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.reader = reader
+	db.exclusive = opts.Exclusive
+	if db.assistantGen, err = assistantGenOf(path); err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.assistantsChanged() // the migrations may have
 	if db.holder, err = acquireHolder(path); err != nil {
 		reader.Close()
 		writer.Close()

@@ -142,33 +142,50 @@ func TestOpenChild(t *testing.T) {
 }
 
 // TestAssistantChangesAcrossHandles: two DBs on one file (as two processes
-// sharing it): an assistant one of them keeps decoded is read again once
-// the other changes it.
+// sharing it, or, Exclusive, two DBs of one process, the second opened
+// through a symbolic link): an assistant one of them keeps decoded is read
+// again once the other changes it.
 func TestAssistantChangesAcrossHandles(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "gs.db")
-	a, err := sqlite.Open(path)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := sqlite.Open(path)
-	require.NoError(t, err)
-	defer b.Close()
-	ctx := t.Context()
-	_, err = a.CreateAssistant(ctx, &graphserver.Assistant{AssistantID: "a1", GraphID: "g", Name: "v1"}, "", nil)
-	require.NoError(t, err)
-	for range 2 {
-		got, err := a.GetAssistant(ctx, "a1", nil)
-		require.NoError(t, err)
-		require.Equal(t, "v1", got.Name)
+	for _, exclusive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Exclusive=%v", exclusive), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gs.db")
+			a, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: exclusive})
+			require.NoError(t, err)
+			defer a.Close()
+			other := path
+			if exclusive {
+				other = filepath.Join(dir, "link.db")
+				require.NoError(t, os.Symlink(path, other))
+			}
+			b, err := sqlite.OpenWith(other, sqlite.OpenOptions{Exclusive: exclusive})
+			require.NoError(t, err)
+			defer b.Close()
+			ctx := t.Context()
+			_, err = a.CreateAssistant(ctx, &graphserver.Assistant{AssistantID: "a1", GraphID: "g", Name: "v1"}, "", nil)
+			require.NoError(t, err)
+			for range 2 {
+				got, err := a.GetAssistant(ctx, "a1", nil)
+				require.NoError(t, err)
+				require.Equal(t, "v1", got.Name)
+			}
+			_, err = b.UpdateAssistant(ctx, "a1", &graphserver.AssistantPatch{Name: ptr("v2")}, time.Now(), nil)
+			require.NoError(t, err)
+			got, err := a.GetAssistant(ctx, "a1", nil)
+			require.NoError(t, err)
+			require.Equal(t, "v2", got.Name)
+			_, err = b.SetAssistantVersion(ctx, "a1", 1, time.Now(), nil)
+			require.NoError(t, err)
+			got, err = a.GetAssistant(ctx, "a1", nil)
+			require.NoError(t, err)
+			require.Equal(t, "v1", got.Name)
+			require.NoError(t, b.DeleteAssistant(ctx, "a1", false, nil))
+			_, err = a.GetAssistant(ctx, "a1", nil)
+			require.Equal(t, graphserver.ENOTFOUND, graphserver.ErrorCode(err))
+		})
 	}
-	_, err = b.UpdateAssistant(ctx, "a1", &graphserver.AssistantPatch{Name: ptr("v2")}, time.Now(), nil)
-	require.NoError(t, err)
-	got, err := a.GetAssistant(ctx, "a1", nil)
-	require.NoError(t, err)
-	require.Equal(t, "v2", got.Name)
-	require.NoError(t, b.DeleteAssistant(ctx, "a1", false, nil))
-	_, err = a.GetAssistant(ctx, "a1", nil)
-	require.Equal(t, graphserver.ENOTFOUND, graphserver.ErrorCode(err))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
@@ -94,22 +95,46 @@ func getThread(ctx context.Context, q sqlx.QueryerContext, id string, filter gra
 	return r.thread()
 }
 
-// checkThread returns nil when thread id exists and filter lets it be
-// seen, ENOTFOUND otherwise: getThread without reading the row.
-func checkThread(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) error {
+// threadHead returns the metadata, config and active runs of thread id
+// when filter lets it be seen, ENOTFOUND otherwise: one statement, the
+// thread's row joined to the runs ActiveRuns lists.
+func threadHead(ctx context.Context, q sqlx.QueryerContext, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
 	var w where
-	w.add("thread_id = ?", id)
-	if err := w.filter("metadata", filter); err != nil {
-		return err
+	w.add("t.thread_id = ?", id)
+	if err := w.filter("t.metadata", filter); err != nil {
+		return nil, err
 	}
-	var one int
-	err := sqlx.GetContext(ctx, q, &one, `SELECT 1 FROM threads`+w.String(), w.args...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return threadNotFound(id)
-	} else if err != nil {
-		return fmt.Errorf("get thread %s: %w", id, err)
+	var rows []struct {
+		Metadata string         `db:"metadata"`
+		Config   string         `db:"config"`
+		RunID    sql.NullString `db:"run_id"`
+		ThreadID sql.NullString `db:"thread_id"`
+		Status   sql.NullString `db:"status"`
+		Attempt  sql.NullInt64  `db:"attempt"`
+		Cancel   sql.NullString `db:"cancel_action"`
 	}
-	return nil
+	err := sqlx.SelectContext(ctx, q, &rows, `SELECT t.metadata, t.config, `+runRefColumns+` FROM threads AS t
+		LEFT JOIN runs AS r ON r.thread_id = t.thread_id AND r.status IN ('pending', 'running')`+w.String(), w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("get thread %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, threadNotFound(id)
+	}
+	h := &driver.ThreadHead{}
+	if h.Metadata, err = jsoncol.DecodeObject(rows[0].Metadata); err != nil {
+		return nil, err
+	}
+	if h.Config, err = jsoncol.DecodeObject(rows[0].Config); err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if r.RunID.Valid {
+			h.Active = append(h.Active, driver.RunRef{RunID: r.RunID.String, ThreadID: r.ThreadID.String,
+				Status: r.Status.String, Attempt: int(r.Attempt.Int64), CancelAction: r.Cancel.String})
+		}
+	}
+	return h, nil
 }
 
 // expiry returns when a thread with TTL minutes expires if last active at t.

@@ -40,6 +40,7 @@ var truncateStatements = []struct {
 // flags in one transaction; assistants go last, but those matching
 // opts.KeepAssistants.
 func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
+	defer db.assistantsChanged()
 	var keep where
 	if err := keep.filter("metadata", opts.KeepAssistants); err != nil {
 		return err

@@ -57,8 +57,8 @@ func runRefs(rows []runRefRow) []driver.RunRef {
 }
 
 // CheckThread implements driver.Tx.
-func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	return checkThread(ctx, t.tx, id, filter)
+func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Filter) (*driver.ThreadHead, error) {
+	return threadHead(ctx, t.tx, id, filter)
 }
 
 // InsertThread implements driver.Tx.
@@ -130,6 +130,20 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 			args = append(args, values, interrupts)
 		}
 	}
+	if w.Summary == nil {
+		// Nothing to read back (a run's creation): no rows to scan, which
+		// database/sql watches with a goroutine each inside a transaction.
+		res, err := t.tx.ExecContext(ctx, `UPDATE threads SET `+strings.Join(set, ", ")+` WHERE thread_id = ?`, append(args, id)...)
+		if err != nil {
+			return fmt.Errorf("update thread %s: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("update thread %s: %w", id, err)
+		} else if n == 0 {
+			return threadNotFound(id)
+		}
+		return nil
+	}
 	// One statement for the common case: the TTL (rare) is read back and
 	// its expiry moved by a second one.
 	var minutes sql.NullFloat64
@@ -140,7 +154,7 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 	} else if err != nil {
 		return fmt.Errorf("update thread %s: %w", id, err)
 	}
-	if w.Summary != nil && minutes.Valid {
+	if minutes.Valid {
 		// A TTL expiry moves to now + TTL (a disarmed one is armed again).
 		e := expiry(w.Now, minutes.Float64)
 		if _, err := t.tx.ExecContext(ctx, `UPDATE threads SET ttl_expires_at = ? WHERE thread_id = ?`, nullTime(&e), id); err != nil {
@@ -166,7 +180,7 @@ func (t *txn) InsertRun(ctx context.Context, r *graphserver.Run, claim *driver.R
 	if err != nil {
 		return err
 	}
-	kwargs, err := jsoncol.Value(r.Kwargs)
+	kwargs, err := jsoncol.Kwargs(&r.Kwargs)
 	if err != nil {
 		return err
 	}

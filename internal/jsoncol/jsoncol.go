@@ -56,6 +56,15 @@ func Value(v any) (string, error) {
 	return string(b), nil
 }
 
+// Kwargs renders a run's kwargs for their column (RunKwargs.AppendJSON).
+func Kwargs(k *graphserver.RunKwargs) (string, error) {
+	b, err := k.AppendJSON(nil)
+	if err != nil {
+		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
+	}
+	return string(b), nil
+}
+
 // Interrupts returns m, or an empty map for nil, so a thread's interrupts
 // column always holds an object.
 func Interrupts(m map[string][]graphserver.Interrupt) map[string][]graphserver.Interrupt {

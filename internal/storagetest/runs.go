@@ -59,7 +59,7 @@ func insertRun(t *testing.T, st driver.Storage, o runOpts) *graphserver.Run {
 	t.Helper()
 	r := newRun(o)
 	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
-		if err := tx.CheckThread(ctx, r.ThreadID, nil); err != nil {
+		if _, err := tx.CheckThread(ctx, r.ThreadID, nil); err != nil {
 			return err
 		}
 		if err := tx.InsertRun(ctx, r, nil); err != nil {

@@ -87,16 +87,31 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		t.Parallel()
 		st := setup(t)
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-			require.NoError(t, tx.CheckThread(ctx, "t1", nil))
-			require.NoError(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "ann"}))
-			requireCode(t, tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "bob"}), graphserver.ENOTFOUND)
-			requireCode(t, tx.CheckThread(ctx, "missing", nil), graphserver.ENOTFOUND)
+			// CheckThread reads what a run's creation takes from its thread.
+			head, err := tx.CheckThread(ctx, "t1", nil)
+			require.NoError(t, err)
+			require.Equal(t, graphserver.Metadata{"owner": "ann"}, head.Metadata)
+			require.Equal(t, graphserver.Object{}, head.Config)
+			require.Empty(t, head.Active)
+			_, err = tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "ann"})
+			require.NoError(t, err)
+			_, err = tx.CheckThread(ctx, "t1", graphserver.Filter{"owner": "bob"})
+			requireCode(t, err, graphserver.ENOTFOUND)
+			_, err = tx.CheckThread(ctx, "missing", nil)
+			requireCode(t, err, graphserver.ENOTFOUND)
 
 			require.NoError(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1), UpdatedAt: at(2),
 				StateUpdatedAt: at(1), Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{"c": 1.0},
 				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}))
 			requireCode(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1)}), graphserver.ECONFLICT)
 			requireCode(t, tx.UpdateThread(ctx, "missing", &driver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle}), graphserver.ENOTFOUND)
+			return nil
+		})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			head, err := tx.CheckThread(ctx, "t2", graphserver.Filter{"k": "v"})
+			require.NoError(t, err)
+			require.Equal(t, graphserver.Metadata{"k": "v"}, head.Metadata)
+			require.Equal(t, graphserver.Object{"c": 1.0}, head.Config)
 			return nil
 		})
 		th := getThread(t, st, "t2")
@@ -206,6 +221,13 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 			active, err := tx.ActiveRuns(ctx, "t1")
 			require.NoError(t, err)
 			require.Equal(t, []string{"c1", "p1"}, refIDs(active))
+			head, err := tx.CheckThread(ctx, "t1", nil)
+			require.NoError(t, err)
+			require.ElementsMatch(t, active, head.Active, "CheckThread lists the active runs too")
+			head, err = tx.CheckThread(ctx, "t2", graphserver.Filter{"owner": "bob"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"p2"}, refIDs(head.Active))
+			require.Equal(t, graphserver.Metadata{"owner": "bob"}, head.Metadata)
 
 			refs, err := tx.SelectRuns(ctx, &graphserver.RunCancelSelect{ThreadID: "t1", RunIDs: []string{"p1", "d1", "p2"}}, nil)
 			require.NoError(t, err)
