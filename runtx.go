@@ -302,16 +302,17 @@ func dropTemporaryThread(ctx context.Context, tx driver.Tx, run *Run) error {
 // settleThread sets a busy thread with no pending or running run left to
 // idle.
 func settleThread(ctx context.Context, tx driver.Tx, threadID string, now time.Time) error {
-	_, err := settleThreadActive(ctx, tx, threadID, now)
+	_, err := settleThreadActive(ctx, tx, threadID, now, nil)
 	return err
 }
 
 // settleThreadActive is settleThread, reporting whether the thread has a
-// pending or running run left.
-func settleThreadActive(ctx context.Context, tx driver.Tx, threadID string, now time.Time) (bool, error) {
-	active, err := tx.ActiveRuns(ctx, threadID)
-	if err != nil || len(active) > 0 {
-		return len(active) > 0, err
+// pending or running run left. active, when not nil, is that already
+// known (Tx.EndHeldRun reads it).
+func settleThreadActive(ctx context.Context, tx driver.Tx, threadID string, now time.Time, active *bool) (bool, error) {
+	busy, err := hasActiveRuns(ctx, tx, threadID, active)
+	if err != nil || busy {
+		return busy, err
 	}
 	err = tx.UpdateThread(ctx, threadID, &driver.ThreadWrite{Now: now, Status: ThreadIdle, IfStatus: ThreadBusy})
 	if ErrorCode(err) == ENOTFOUND {
@@ -320,24 +321,36 @@ func settleThreadActive(ctx context.Context, tx driver.Tx, threadID string, now 
 	return false, err
 }
 
-// threadStatus is the status a thread gets after a run or a state update:
-// busy while it has a pending or running run, else status.
-func threadStatus(ctx context.Context, tx driver.Tx, threadID, status string) (string, error) {
+// hasActiveRuns reports whether a thread has a pending or running run:
+// *known when not nil, else read.
+func hasActiveRuns(ctx context.Context, tx driver.Tx, threadID string, known *bool) (bool, error) {
+	if known != nil {
+		return *known, nil
+	}
 	active, err := tx.ActiveRuns(ctx, threadID)
+	return len(active) > 0, err
+}
+
+// threadStatus is the status a thread gets after a run or a state update:
+// busy while it has a pending or running run (active, when not nil, says
+// whether it has; else it is read), else status.
+func threadStatus(ctx context.Context, tx driver.Tx, threadID, status string, active *bool) (string, error) {
+	busy, err := hasActiveRuns(ctx, tx, threadID, active)
 	if err != nil {
 		return "", err
 	}
-	if len(active) > 0 {
+	if busy {
 		return ThreadBusy, nil
 	}
 	return status, nil
 }
 
 // writeSummary records a thread's summary after a run: the status is busy
-// while other runs of the thread are pending or running, which it reports.
-// A missing thread is not an error.
-func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time) (bool, error) {
-	status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
+// while other runs of the thread are pending or running (active, when not
+// nil, says whether they are), which it reports. A missing thread is not
+// an error.
+func writeSummary(ctx context.Context, tx driver.Tx, threadID string, sum *driver.ThreadSummary, keepValues bool, now time.Time, active *bool) (bool, error) {
+	status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle), active)
 	if err != nil {
 		return false, err
 	}
@@ -358,7 +371,7 @@ func setThreadSummary(ctx context.Context, st driver.Storage, threadID string, s
 		sum = &driver.ThreadSummary{}
 	}
 	return st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
-		status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle))
+		status, err := threadStatus(ctx, tx, threadID, cmp.Or(sum.Status, ThreadIdle), nil)
 		if err != nil {
 			return err
 		}
@@ -379,7 +392,7 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 	left := false
 	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		left = false
-		threadID, err := endHeldRun(ctx, tx, f)
+		threadID, active, err := endHeldRun(ctx, tx, f)
 		if err != nil {
 			return err
 		}
@@ -395,11 +408,11 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 				return err
 			}
 		case f.Summary != nil:
-			if left, err = writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now); err != nil {
+			if left, err = writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now, active); err != nil {
 				return err
 			}
 		default:
-			if left, err = settleThreadActive(ctx, tx, threadID, f.Now); err != nil {
+			if left, err = settleThreadActive(ctx, tx, threadID, f.Now, active); err != nil {
 				return err
 			}
 		}
@@ -413,24 +426,21 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 
 // endHeldRun checks that f.Owner holds the run and ends its row as f says
 // (status set, deleted, or left to go with its thread). It returns the
-// run's thread.
-func endHeldRun(ctx context.Context, tx driver.Tx, f *driver.RunFinish) (string, error) {
+// run's thread, and whether the thread has another pending or running run
+// when that was read with the end (nil when not).
+func endHeldRun(ctx context.Context, tx driver.Tx, f *driver.RunFinish) (string, *bool, error) {
 	if !f.Delete && !f.DeleteThread {
-		return tx.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
+		threadID, active, err := tx.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
+		return threadID, &active, err
 	}
 	held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	switch {
-	case f.Delete:
+	if f.Delete {
 		err = tx.DeleteRun(ctx, held.ThreadID, f.RunID)
-	case f.DeleteThread:
-		// The run goes with its thread.
-	default:
-		err = tx.SetRunStatus(ctx, f.RunID, f.Status, f.Now)
-	}
-	return held.ThreadID, err
+	} // else (DeleteThread) the run goes with its thread
+	return held.ThreadID, nil, err
 }
 
 // maxAttemptsError is the thread error of a run that ran out of attempts.
@@ -519,7 +529,7 @@ func sweepRuns(ctx context.Context, tx driver.Tx, rows []driver.RunRef, now time
 				return nil, err
 			}
 			sum := &driver.ThreadSummary{Status: ThreadError, Error: maxAttemptsError}
-			if _, err := writeSummary(ctx, tx, r.ThreadID, sum, true, now); err != nil {
+			if _, err := writeSummary(ctx, tx, r.ThreadID, sum, true, now, nil); err != nil {
 				return nil, err
 			}
 		default:

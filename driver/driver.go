@@ -111,9 +111,10 @@ type Tx interface {
 	// EndHeldRun is HeldRun then SetRunStatus, in as few statements as the
 	// driver can (the end of a run): when owner holds run runID (status
 	// running, lease owner), its status becomes status as SetRunStatus
-	// sets it, and its thread id is returned. ENOTFOUND, changing nothing,
-	// when owner does not hold it.
-	EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (threadID string, err error)
+	// sets it, and its thread id is returned, with whether the thread has
+	// another pending or running run (active: what ActiveRuns would list
+	// then). ENOTFOUND, changing nothing, when owner does not hold it.
+	EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (threadID string, active bool, err error)
 }
 
 // ThreadWrite is a change Tx.UpdateThread applies to a thread. UpdatedAt is

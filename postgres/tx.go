@@ -357,23 +357,26 @@ const lockRunThreadQuery = `SELECT 1 FROM threads WHERE thread_id = (SELECT thre
 // of HeldRun) is sent ahead of the update, in the same batch; the update,
 // a statement of its own, sees what was committed while the lock was
 // awaited (a run queued meanwhile), as SetRunStatus after HeldRun does.
-func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, error) {
+func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, bool, error) {
 	if err := execLater(ctx, t.tx, lockRunThreadQuery, runID); err != nil {
-		return "", fmt.Errorf("lock thread of run %s: %w", runID, err)
+		return "", false, fmt.Errorf("lock thread of run %s: %w", runID, err)
 	}
 	var threadID string
-	var waiting bool
+	var waiting, active bool
+	// The subqueries see the runs as they were before the update.
 	err := t.tx.QueryRow(ctx, rebind(`UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL,
 		lease_expires_at = NULL, cancel_action = NULL WHERE run_id = ? AND lease_owner = ? AND status = 'running'
-		RETURNING thread_id, EXISTS (SELECT 1 FROM runs AS p WHERE p.thread_id = runs.thread_id AND p.status = 'pending')`),
-		status, now, runID, owner).Scan(&threadID, &waiting)
+		RETURNING thread_id, EXISTS (SELECT 1 FROM runs AS p WHERE p.thread_id = runs.thread_id AND p.status = 'pending'),
+			EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = runs.thread_id AND o.status IN ('pending', 'running')
+				AND o.run_id <> runs.run_id)`),
+		status, now, runID, owner).Scan(&threadID, &waiting, &active)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", runNotFound(runID)
+		return "", false, runNotFound(runID)
 	} else if err != nil {
-		return "", fmt.Errorf("end run %s: %w", runID, err)
+		return "", false, fmt.Errorf("end run %s: %w", runID, err)
 	}
 	t.lock(threadID)
-	return threadID, t.statusSet(ctx, threadID, runID, status, waiting)
+	return threadID, active, t.statusSet(ctx, threadID, runID, status, waiting)
 }
 
 // ended records in the thread's log that run runID of threadID ended

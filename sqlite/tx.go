@@ -270,18 +270,22 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 	return &runRefs(rows)[0], nil
 }
 
-// EndHeldRun implements driver.Tx.
-func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, error) {
+// EndHeldRun implements driver.Tx: one statement, which reads the
+// thread's other active runs too.
+func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (string, bool, error) {
 	var threadID string
-	err := t.tx.GetContext(ctx, &threadID, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL, lease_expires_at = NULL,
-		lease_holder = NULL, cancel_action = NULL WHERE run_id = ? AND lease_owner = ? AND status = 'running' RETURNING thread_id`,
-		status, formatTime(now), runID, owner)
+	var active bool
+	err := t.tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, lease_owner = NULL, lease_expires_at = NULL,
+		lease_holder = NULL, cancel_action = NULL WHERE run_id = ? AND lease_owner = ? AND status = 'running'
+		RETURNING thread_id, EXISTS (SELECT 1 FROM runs AS o WHERE o.thread_id = runs.thread_id
+			AND o.status IN ('pending', 'running') AND o.run_id <> runs.run_id)`,
+		status, formatTime(now), runID, owner).Scan(&threadID, &active)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", runNotFound(runID)
+		return "", false, runNotFound(runID)
 	} else if err != nil {
-		return "", fmt.Errorf("end run %s: %w", runID, err)
+		return "", false, fmt.Errorf("end run %s: %w", runID, err)
 	}
-	return threadID, nil
+	return threadID, active, nil
 }
 
 // PutCheckpoints implements driver.Tx.

@@ -400,9 +400,9 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 			t.Helper()
 			// The transaction commits: the failed call changed nothing.
 			inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-				_, err := tx.EndHeldRun(ctx, "c1", owner, graphserver.RunSuccess, at(5))
+				_, _, err := tx.EndHeldRun(ctx, "c1", owner, graphserver.RunSuccess, at(5))
 				requireCode(t, err, graphserver.ENOTFOUND)
-				_, err = tx.EndHeldRun(ctx, "missing", owner, graphserver.RunSuccess, at(5))
+				_, _, err = tx.EndHeldRun(ctx, "missing", owner, graphserver.RunSuccess, at(5))
 				requireCode(t, err, graphserver.ENOTFOUND)
 				return nil
 			})
@@ -424,9 +424,10 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.NoError(t, err, "w2 still holds the run")
 
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
-			threadID, err := tx.EndHeldRun(ctx, "c1", "w2", graphserver.RunError, at(40))
+			threadID, active, err := tx.EndHeldRun(ctx, "c1", "w2", graphserver.RunError, at(40))
 			require.NoError(t, err)
 			require.Equal(t, "t1", threadID)
+			require.False(t, active, "the thread has no other pending or running run")
 			return nil
 		})
 		r = getRun(t, st, "c1")
@@ -435,6 +436,29 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		_, err = st.RenewRunLease(t.Context(), "c1", "w2", at(92))
 		requireCode(t, err, graphserver.ENOTFOUND)
 		notHeld("w2")
+
+		// active: another run of the thread pending (or running, where the
+		// driver lets a thread have two); a run of another thread, or one
+		// ended, does not count.
+		createThread(t, st, threadOpts{ID: "t9"})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "h1", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(90)}))
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "q1", ThreadID: "t1"}), nil))
+			return tx.InsertRun(ctx, newRun(runOpts{ID: "o1", ThreadID: "t9"}), nil)
+		})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			_, active, err := tx.EndHeldRun(ctx, "h1", "w", graphserver.RunSuccess, at(41))
+			require.NoError(t, err)
+			require.True(t, active, "q1 is pending")
+			return tx.DeleteRun(ctx, "t1", "q1")
+		})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "h3", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(90)}))
+			_, active, err := tx.EndHeldRun(ctx, "h3", "w", graphserver.RunSuccess, at(42))
+			require.NoError(t, err)
+			require.False(t, active, "h1 ended, q1 deleted, o1 is another thread's")
+			return nil
+		})
 	})
 
 	t.Run("WebhookAndCron", func(t *testing.T) {
