@@ -147,6 +147,11 @@ func (db *DB) groupLoop() {
 // savepoint per write, so that the failure is undone alone; the writes of
 // a group may therefore run twice (see writeGrouped).
 func (db *DB) runGroup(batch []*writeReq) {
+	// The transaction begins before the writes are taken: a caller that
+	// gives up while the group waits for the connection (which a write
+	// outside the group may hold) is answered then, its write never run.
+	start := time.Now()
+	tx, err := db.beginGroup()
 	live := make([]*writeReq, 0, len(batch))
 	for _, r := range batch {
 		// Writes whose caller gave up before they started are answered now.
@@ -156,26 +161,48 @@ func (db *DB) runGroup(batch []*writeReq) {
 		}
 		live = append(live, r)
 	}
-	if len(live) == 0 {
+	if err != nil || len(live) == 0 {
+		if tx != nil {
+			rollback(tx)
+		}
+		for _, r := range live {
+			r.done <- err
+		}
 		return
 	}
-	results, retry := db.tryGroup(live, false)
+	results, retry := db.tryGroup(tx, start, live, false)
 	if retry {
 		for _, r := range live {
 			r.panicked = nil
 		}
-		results, _ = db.tryGroup(live, true)
+		start = time.Now()
+		if tx, err = db.beginGroup(); err != nil {
+			for i := range results {
+				results[i] = err
+			}
+		} else {
+			results, _ = db.tryGroup(tx, start, live, true)
+		}
 	}
 	for i, r := range live {
 		r.done <- results[i]
 	}
 }
 
-// tryGroup runs batch in one transaction: with savepoints, each write that
-// fails is rolled back alone and the others are committed; without, the
-// first failure rolls the transaction back and asks for a retry (unless the
-// write is alone). It returns each write's result.
-func (db *DB) tryGroup(batch []*writeReq, savepoints bool) (results []error, retry bool) {
+// beginGroup begins a group's transaction on the writer connection.
+func (db *DB) beginGroup() (*sqlx.Tx, error) {
+	tx, err := db.writer.BeginTxx(context.Background(), nil)
+	if err != nil {
+		return nil, translate(fmt.Errorf("begin write: %w", err))
+	}
+	return tx, nil
+}
+
+// tryGroup runs batch in tx, begun at start, and ends tx: with savepoints,
+// each write that fails is rolled back alone and the others are committed;
+// without, the first failure rolls the transaction back and asks for a
+// retry (unless the write is alone). It returns each write's result.
+func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoints bool) (results []error, retry bool) {
 	results = make([]error, len(batch))
 	fail := func(err error) ([]error, bool) {
 		for i := range results {
@@ -184,11 +211,6 @@ func (db *DB) tryGroup(batch []*writeReq, savepoints bool) (results []error, ret
 		return results, false
 	}
 	ctx := context.Background()
-	start := time.Now()
-	tx, err := db.writer.BeginTxx(ctx, nil)
-	if err != nil {
-		return fail(translate(fmt.Errorf("begin write: %w", err)))
-	}
 	defer rollback(tx)
 	ran := false
 	for i, r := range batch {

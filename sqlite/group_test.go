@@ -173,6 +173,46 @@ func TestGroupWriter(t *testing.T) {
 		require.Equal(t, []int{8}, groupRows(t, db))
 	})
 
+	t.Run("CallerGivesUpWhileItsGroupWaits", func(t *testing.T) {
+		// The group loop has taken the write and waits for the connection
+		// (a write outside the group holds it): the caller that gives up is
+		// answered at once, and its write never runs.
+		t.Parallel()
+		db := openGroupDB(t)
+		holding, release := make(chan struct{}), make(chan struct{})
+		held := make(chan error, 1)
+		go func() {
+			held <- db.write(context.Background(), func(tx *sqlx.Tx) error {
+				close(holding)
+				<-release
+				_, err := tx.Exec(`INSERT INTO g (x) VALUES (1)`)
+				return err
+			})
+		}()
+		<-holding
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error, 1)
+		go func() { res <- db.writeGrouped(ctx, insertG(2)) }()
+		require.Eventually(t, func() bool {
+			db.group.mu.Lock()
+			defer db.group.mu.Unlock()
+			return len(db.group.queue) == 0
+		}, 10*time.Second, time.Millisecond, "the group loop takes the write")
+		time.Sleep(10 * time.Millisecond) // into BeginTx, which waits
+		cancel()
+		select {
+		case err := <-res:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatal("writeGrouped kept waiting after its context ended")
+		}
+		close(release)
+		require.NoError(t, <-held)
+		require.NoError(t, db.writeGrouped(context.Background(), insertG(3)))
+		require.Equal(t, []int{1, 3}, groupRows(t, db))
+	})
+
 	t.Run("CallerGivesUpWhileQueued", func(t *testing.T) {
 		t.Parallel()
 		db := openGroupDB(t)
