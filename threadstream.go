@@ -336,13 +336,20 @@ func (h *threadHub) publishStatus(threadID, event string, data json.RawMessage, 
 	f.append(h, event, data, status, now, now.Add(h.ttl(retain)))
 }
 
-// cursor returns the number of the last stored log entry the thread's
-// feed read (threadHub.stored), creating the feed.
-func (h *threadHub) cursor(threadID string) int64 {
+// lockedFeed returns thread threadID's feed, made if needed, with its
+// lock held: the caller unlocks f.mu.
+func (h *threadHub) lockedFeed(threadID string) *threadFeed {
 	h.mu.Lock()
 	f := h.feed(threadID)
 	h.mu.Unlock()
 	f.mu.Lock()
+	return f
+}
+
+// cursor returns the number of the last stored log entry the thread's
+// feed read (threadHub.stored), creating the feed.
+func (h *threadHub) cursor(threadID string) int64 {
+	f := h.lockedFeed(threadID)
 	defer f.mu.Unlock()
 	return f.cursor
 }
@@ -353,10 +360,7 @@ func (h *threadHub) cursor(threadID string) int64 {
 // (the end is published after the commit that lets the thread's next run
 // start, from another goroutine).
 func (h *threadHub) startRun(threadID, runID string) {
-	h.mu.Lock()
-	f := h.feed(threadID)
-	h.mu.Unlock()
-	f.mu.Lock()
+	f := h.lockedFeed(threadID)
 	defer f.mu.Unlock()
 	switch {
 	case f.live == runID || f.heldRun(runID) != nil:
@@ -376,10 +380,7 @@ func (h *threadHub) publishRun(threadID, runID string, exec bool, event string, 
 		return
 	}
 	now := h.clock()
-	h.mu.Lock()
-	f := h.feed(threadID)
-	h.mu.Unlock()
-	f.mu.Lock()
+	f := h.lockedFeed(threadID)
 	defer f.mu.Unlock()
 	if r := f.heldRun(runID); r != nil {
 		r.events = append(r.events, heldEvent{event: event, data: data, retain: retain})
@@ -413,10 +414,7 @@ func (h *threadHub) releaseRun(threadID, runID string) {
 // one (nil).
 func (h *threadHub) endRun(threadID, runID string, done *heldEvent) {
 	now := h.clock()
-	h.mu.Lock()
-	f := h.feed(threadID)
-	h.mu.Unlock()
-	f.mu.Lock()
+	f := h.lockedFeed(threadID)
 	defer f.mu.Unlock()
 	if r := f.heldRun(runID); r != nil {
 		if done != nil {
@@ -495,10 +493,7 @@ func runDoneData(runID string) json.RawMessage {
 func (h *threadHub) publishEntry(threadID string, e driver.ThreadLogEntry, tellError func() json.RawMessage) {
 	now := h.clock()
 	expires := now.Add(h.ttl(true))
-	h.mu.Lock()
-	f := h.feed(threadID)
-	h.mu.Unlock()
-	f.mu.Lock()
+	f := h.lockedFeed(threadID)
 	defer f.mu.Unlock()
 	if e.Seq <= f.cursor {
 		return

@@ -620,10 +620,7 @@ func eventChannel(method string, data any) string {
 // keeps the feed for at least ttl.
 func (h *threadHub) enableV2(threadID string, ttl time.Duration) {
 	now := h.clock()
-	h.mu.Lock()
-	f := h.feed(threadID)
-	h.mu.Unlock()
-	f.mu.Lock()
+	f := h.lockedFeed(threadID)
 	defer f.mu.Unlock()
 	f.v2.on = true
 	if k := now.Add(ttl); k.After(f.v2.keep) {

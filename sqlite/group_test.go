@@ -173,80 +173,60 @@ func TestGroupWriter(t *testing.T) {
 		require.Equal(t, []int{8}, groupRows(t, db))
 	})
 
-	t.Run("CallerGivesUpWhileItsGroupWaits", func(t *testing.T) {
-		// The group loop has taken the write and waits for the connection
-		// (a write outside the group holds it): the caller that gives up is
-		// answered at once, and its write never runs.
-		t.Parallel()
-		db := openGroupDB(t)
-		holding, release := make(chan struct{}), make(chan struct{})
-		held := make(chan error, 1)
-		go func() {
-			held <- db.write(context.Background(), func(tx *sqlx.Tx) error {
-				close(holding)
-				<-release
-				_, err := tx.Exec(`INSERT INTO g (x) VALUES (1)`)
-				return err
-			})
-		}()
-		<-holding
-		ctx, cancel := context.WithCancel(context.Background())
-		res := make(chan error, 1)
-		go func() { res <- db.writeGrouped(ctx, insertG(2)) }()
-		require.Eventually(t, func() bool {
-			db.group.mu.Lock()
-			defer db.group.mu.Unlock()
-			return len(db.group.queue) == 0
-		}, 10*time.Second, time.Millisecond, "the group loop takes the write")
-		time.Sleep(10 * time.Millisecond) // into BeginTx, which waits
-		cancel()
-		select {
-		case err := <-res:
-			require.ErrorIs(t, err, context.Canceled)
-		case <-time.After(10 * time.Second):
+	// A caller that gives up while its write waits is answered at once,
+	// and its write never runs: while the write is queued, and once the
+	// group loop has taken it and waits for the connection, which a long
+	// write outside the group holds.
+	for _, c := range []struct {
+		name string
+		wait func(t *testing.T, db *DB, ctx *checkedCtx)
+	}{
+		{"CallerGivesUpWhileQueued", func(t *testing.T, db *DB, ctx *checkedCtx) {
+			<-ctx.checked // past writeGrouped's first check: it waits for its group now
+		}},
+		{"CallerGivesUpWhileItsGroupWaits", func(t *testing.T, db *DB, ctx *checkedCtx) {
+			require.Eventually(t, func() bool {
+				db.group.mu.Lock()
+				defer db.group.mu.Unlock()
+				return len(db.group.queue) == 0
+			}, 10*time.Second, time.Millisecond, "the group loop takes the write")
+			time.Sleep(10 * time.Millisecond) // into BeginTx, which waits
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := openGroupDB(t)
+			holding, release := make(chan struct{}), make(chan struct{})
+			held := make(chan error, 1)
+			go func() {
+				held <- db.write(context.Background(), func(tx *sqlx.Tx) error {
+					close(holding)
+					<-release
+					_, err := tx.Exec(`INSERT INTO g (x) VALUES (1)`)
+					return err
+				})
+			}()
+			<-holding
+			base, cancel := context.WithCancel(context.Background())
+			ctx := &checkedCtx{Context: base, checked: make(chan struct{})}
+			res := make(chan error, 1)
+			go func() { res <- db.writeGrouped(ctx, insertG(2)) }()
+			c.wait(t, db, ctx)
+			cancel()
+			select {
+			case err := <-res:
+				require.ErrorIs(t, err, context.Canceled)
+			case <-time.After(10 * time.Second):
+				close(release)
+				t.Fatal("writeGrouped kept waiting after its context ended")
+			}
 			close(release)
-			t.Fatal("writeGrouped kept waiting after its context ended")
-		}
-		close(release)
-		require.NoError(t, <-held)
-		require.NoError(t, db.writeGrouped(context.Background(), insertG(3)))
-		require.Equal(t, []int{1, 3}, groupRows(t, db))
-	})
-
-	t.Run("CallerGivesUpWhileQueued", func(t *testing.T) {
-		t.Parallel()
-		db := openGroupDB(t)
-		// A long write outside the group holds the writer connection.
-		holding, release := make(chan struct{}), make(chan struct{})
-		held := make(chan error, 1)
-		go func() {
-			held <- db.write(context.Background(), func(tx *sqlx.Tx) error {
-				close(holding)
-				<-release
-				_, err := tx.Exec(`INSERT INTO g (x) VALUES (1)`)
-				return err
-			})
-		}()
-		<-holding
-		base, cancel := context.WithCancel(context.Background())
-		ctx := &checkedCtx{Context: base, checked: make(chan struct{})}
-		res := make(chan error, 1)
-		go func() { res <- db.writeGrouped(ctx, insertG(2)) }()
-		<-ctx.checked // past writeGrouped's first check: it waits for its group now
-		cancel()
-		select {
-		case err := <-res:
-			require.ErrorIs(t, err, context.Canceled)
-		case <-time.After(10 * time.Second):
-			close(release)
-			t.Fatal("writeGrouped kept waiting after its context ended")
-		}
-		close(release)
-		require.NoError(t, <-held)
-		// The abandoned write never ran; later writes go on.
-		require.NoError(t, db.writeGrouped(context.Background(), insertG(3)))
-		require.Equal(t, []int{1, 3}, groupRows(t, db))
-	})
+			require.NoError(t, <-held)
+			// The abandoned write never ran; later writes go on.
+			require.NoError(t, db.writeGrouped(context.Background(), insertG(3)))
+			require.Equal(t, []int{1, 3}, groupRows(t, db))
+		})
+	}
 
 	t.Run("StartedWriteIsAwaited", func(t *testing.T) {
 		t.Parallel()
