@@ -116,11 +116,8 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		}
 		// What the thread has already is not written again.
 		w := &driver.ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy}
-		for k, v := range opts.ThreadMetadata {
-			if old, ok := head.Metadata[k]; !ok || !sameJSON(old, v) {
-				w.MergeMetadata = opts.ThreadMetadata
-				break
-			}
+		if changedKeys(head.Metadata, opts.ThreadMetadata) != nil {
+			w.MergeMetadata = opts.ThreadMetadata
 		}
 		if opts.ThreadConfig != nil && !sameJSON(head.Config, opts.ThreadConfig) {
 			w.Config = opts.ThreadConfig

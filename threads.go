@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -483,11 +482,12 @@ func copySourceError(err error, id string, filter Filter) error {
 }
 
 // changedKeys returns the keys of after whose values differ from before's
-// (added or replaced), or nil when there are none.
+// (added or replaced, compared as JSON: sameJSON), or nil when there are
+// none.
 func changedKeys(before, after Metadata) Metadata {
 	var out Metadata
 	for k, v := range after {
-		if old, ok := before[k]; ok && reflect.DeepEqual(old, v) {
+		if old, ok := before[k]; ok && sameJSON(old, v) {
 			continue
 		}
 		if out == nil {
