@@ -261,8 +261,9 @@ type threadFeed struct {
 	// ended it, when the thread's next run may already execute: the feed
 	// puts the executions in order itself (see startRun), so that a run's
 	// events never come before the end of the run before it.
-	live string     // the run whose execution's events go in now; "" none
-	held []*heldRun // executions that began while live's went on, in order
+	live  string     // the run whose execution's events go in now; "" none
+	held  []*heldRun // executions that began while live's went on, in order
+	heldN int        // the events in held
 }
 
 // heldRun is an execution of a run that began while the live one's had not
@@ -384,6 +385,7 @@ func (h *threadHub) publishRun(threadID, runID string, exec bool, event string, 
 	defer f.mu.Unlock()
 	if r := f.heldRun(runID); r != nil {
 		r.events = append(r.events, heldEvent{event: event, data: data, retain: retain})
+		f.heldN++
 		f.bound(h, now)
 		return
 	}
@@ -391,6 +393,7 @@ func (h *threadHub) publishRun(threadID, runID string, exec bool, event string, 
 		f.live = runID // the feed was made anew while the run executed
 	} else if f.live != runID {
 		f.held = append(f.held, &heldRun{runID: runID, events: []heldEvent{{event: event, data: data, retain: retain}}})
+		f.heldN++
 		return
 	}
 	f.appendLocked(h, feedID{}, event, data, "", now, now.Add(h.ttl(retain)))
@@ -419,6 +422,7 @@ func (h *threadHub) endRun(threadID, runID string, done *heldEvent) {
 	if r := f.heldRun(runID); r != nil {
 		if done != nil {
 			r.events = append(r.events, *done)
+			f.heldN++
 		}
 		r.ended = true
 		return
@@ -452,6 +456,7 @@ func (f *threadFeed) flush(h *threadHub, now time.Time) {
 		r := f.held[0]
 		f.held[0] = nil
 		f.held = f.held[1:]
+		f.heldN -= len(r.events)
 		for _, e := range r.events {
 			f.appendLocked(h, feedID{}, e.event, e.data, e.status, now, now.Add(h.ttl(e.retain)))
 		}
@@ -465,11 +470,7 @@ func (f *threadFeed) flush(h *threadHub, now time.Time) {
 // reach threadFeedMax (an end that does not come must not hold the
 // thread's events without bound); f.mu is held.
 func (f *threadFeed) bound(h *threadHub, now time.Time) {
-	n := 0
-	for _, r := range f.held {
-		n += len(r.events)
-	}
-	if n >= threadFeedMax {
+	if f.heldN >= threadFeedMax {
 		f.live = ""
 		f.flush(h, now)
 	}

@@ -65,3 +65,53 @@ func TestThreadHub(t *testing.T) {
 	h.unsubscribe("u", sub)
 	require.Nil(t, h.feeds["u"])
 }
+
+// TestThreadHubHeldExecutions: an execution that starts while another's
+// end is not in yet has its events held until that end, then goes in
+// whole, in order; held events that reach threadFeedMax stop the wait (an
+// end that never comes holds nothing without bound).
+func TestThreadHubHeldExecutions(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_000)
+	h := &threadHub{resumableTTL: time.Minute, now: func() time.Time { return now }}
+	data := json.RawMessage(`{}`)
+	events := func(thread string) []string {
+		f := h.lockedFeed(thread)
+		f.mu.Unlock()
+		evs, _, _ := f.read(0, feedID{ms: -1, seq: -1})
+		var out []string
+		for _, ev := range evs {
+			out = append(out, ev.Event)
+		}
+		return out
+	}
+
+	h.startRun("t", "r1")
+	h.publishRun("t", "r1", true, "a1", data, true)
+	h.startRun("t", "r2")
+	h.publishRun("t", "r2", true, "b1", data, true)
+	h.publishDone("t", "r2", true, RunSuccess)
+	h.publishRun("t", "r1", true, "a2", data, true)
+	require.Equal(t, []string{"a1", "a2"}, events("t"), "r2 waits for r1's end")
+	h.publishDone("t", "r1", true, RunSuccess)
+	require.Equal(t, []string{"a1", "a2", "metadata", "b1", "metadata"}, events("t"))
+	f := h.lockedFeed("t")
+	require.Empty(t, f.live)
+	require.Empty(t, f.held)
+	require.Zero(t, f.heldN)
+	f.mu.Unlock()
+
+	// r3's end never comes: r4's events go in once they reach the bound.
+	h.startRun("u", "r3")
+	h.startRun("u", "r4")
+	for range threadFeedMax - 1 {
+		h.publishRun("u", "r4", true, "e", data, true)
+	}
+	require.Empty(t, events("u"))
+	h.publishRun("u", "r4", true, "e", data, true)
+	require.Len(t, events("u"), threadFeedMax)
+	f = h.lockedFeed("u")
+	require.Equal(t, "r4", f.live, "r4 goes on live")
+	require.Zero(t, f.heldN)
+	f.mu.Unlock()
+}
