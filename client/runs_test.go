@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -270,4 +271,34 @@ func TestSystem(t *testing.T) {
 	require.True(t, info.Flags.Assistants)
 	require.NoError(t, e.c.Ok(t.Context(), true))
 	require.NoError(t, e.c.Ok(t.Context(), false))
+}
+
+// TestRunsJoinAfterDroppedEvents: a run whose events outgrew the server's
+// event log (Options.MaxEventLogBytes) is still joined and waited for
+// through the client (join, cancel with wait), as neither reads an event;
+// streaming it from the start is refused as unavailable.
+func TestRunsJoinAfterDroppedEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{
+		graphs: map[string]graphserver.Graph{"emit": graphtest.Emitter{Events: 100, Pad: strings.Repeat("x", 100)}},
+		server: func(o *graphserver.Options) { o.MaxEventLogBytes = 2000 },
+	})
+	ctx := t.Context()
+	th, err := e.c.Threads.Create(ctx, graphserver.ThreadCreate{})
+	require.NoError(t, err)
+	run, err := e.c.Runs.Create(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "emit",
+		Input: raw(t, map[string]any{"a": 1}), StreamMode: []string{"custom"}})
+	require.NoError(t, err)
+	out, err := e.c.Runs.Join(ctx, th.ThreadID, run.RunID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"a":1}`, string(out))
+	out, err = e.c.Runs.Cancel(ctx, th.ThreadID, run.RunID, client.CancelOptions{Wait: true})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"a":1}`, string(out), "an ended run's cancel with wait answers its output")
+	var streamErr error
+	for _, err := range e.c.Runs.JoinStream(ctx, th.ThreadID, run.RunID, graphserver.JoinStreamOptions{LastEventID: "-1"}) {
+		streamErr = err
+		break
+	}
+	requireCode(t, streamErr, graphserver.EUNAVAILABLE)
 }
