@@ -68,6 +68,17 @@ func acquireHolder(dbPath string) (*holderLock, error) {
 	return h, nil
 }
 
+// otherHoldersQuery lists the holders of running runs other than ours;
+// heldRunsQuery(n) selects the running runs of n holders. Both read the
+// runs_lease index, which covers every running run.
+const otherHoldersQuery = `SELECT DISTINCT lease_holder FROM runs
+	WHERE status = 'running' AND lease_holder IS NOT NULL AND lease_holder <> ?`
+
+func heldRunsQuery(n int) string {
+	return `SELECT ` + runRefColumns + ` FROM runs AS r
+		WHERE r.status = 'running' AND r.lease_holder IN (?` + strings.Repeat(", ?", n-1) + `)`
+}
+
 // holderID is the lease_holder value of the runs this DB claims: NULL
 // where holders are not tracked.
 func (db *DB) holderID() sql.NullString {
@@ -143,8 +154,7 @@ func (db *DB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, t
 		return nil
 	}
 	var holders []string
-	if err := db.reader.SelectContext(ctx, &holders, `SELECT DISTINCT lease_holder FROM runs
-		WHERE status = 'running' AND lease_holder IS NOT NULL AND lease_holder <> ?`, db.holder.id); err != nil {
+	if err := db.reader.SelectContext(ctx, &holders, otherHoldersQuery, db.holder.id); err != nil {
 		return translate(fmt.Errorf("list run holders: %w", err))
 	}
 	var dead []any
@@ -165,8 +175,7 @@ func (db *DB) RecoverRuns(ctx context.Context, sweep func(ctx context.Context, t
 	}
 	return db.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		var rows []runRefRow
-		if err := db.txOf(tx).SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
-			WHERE r.status = 'running' AND r.lease_holder IN (?`+strings.Repeat(", ?", len(dead)-1)+`)`, dead...); err != nil {
+		if err := db.txOf(tx).SelectContext(ctx, &rows, heldRunsQuery(len(dead)), dead...); err != nil {
 			return fmt.Errorf("select runs of gone holders: %w", err)
 		}
 		if len(rows) == 0 {

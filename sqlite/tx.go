@@ -303,11 +303,14 @@ func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 	return nil
 }
 
+// expiredRunsQuery selects the running runs whose lease lapsed before ?.
+const expiredRunsQuery = `SELECT ` + runRefColumns + ` FROM runs AS r
+	WHERE r.status = 'running' AND r.lease_expires_at < ?`
+
 // ExpiredRuns implements driver.Tx.
 func (t *txn) ExpiredRuns(ctx context.Context, now time.Time) ([]driver.RunRef, error) {
 	var rows []runRefRow
-	if err := t.tx.SelectContext(ctx, &rows, `SELECT `+runRefColumns+` FROM runs AS r
-		WHERE r.status = 'running' AND r.lease_expires_at < ?`, formatTime(now)); err != nil {
+	if err := t.tx.SelectContext(ctx, &rows, expiredRunsQuery, formatTime(now)); err != nil {
 		return nil, fmt.Errorf("select expired runs: %w", err)
 	}
 	return runRefs(rows), nil

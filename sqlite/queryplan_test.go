@@ -1,0 +1,49 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLeaseQueriesReadTheLeaseIndex checks that the sweep's and the holder
+// recovery's queries are answered from runs_lease (migration 0010, which
+// replaced runs_lease_holder with it) rather than by scanning the runs
+// table, which holds every run ever kept.
+func TestLeaseQueriesReadTheLeaseIndex(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"expired":       {expiredRunsQuery, []any{"2026-01-01"}},
+		"other holders": {otherHoldersQuery, []any{"h"}},
+		"held runs":     {heldRunsQuery(2), []any{"a", "b"}},
+	} {
+		all := queryPlan(t, db, q.sql, q.args...)
+		require.Regexp(t, `INDEX runs_lease\b`, all, name)
+		t.Logf("%s: %s", name, all)
+	}
+	var holderIndexes int
+	require.NoError(t, db.reader.Get(&holderIndexes, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%lease%'`))
+	require.Equal(t, 1, holderIndexes, "one index over leases")
+}
+
+// queryPlan returns the details of q's EXPLAIN QUERY PLAN, joined by "; ".
+func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
+	t.Helper()
+	var plan []struct {
+		ID, Parent, NotUsed int
+		Detail              string
+	}
+	require.NoError(t, db.reader.Select(&plan, `EXPLAIN QUERY PLAN `+q, args...))
+	var details []string
+	for _, p := range plan {
+		details = append(details, p.Detail)
+	}
+	return strings.Join(details, "; ")
+}
