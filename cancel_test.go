@@ -133,3 +133,40 @@ func TestCancelPendingStatelessDropsThread(t *testing.T) {
 		}
 	}
 }
+
+// TestStatelessThreadIsNotSearched: a stateless run's temporary thread
+// (on_completion delete) is read by id while it lasts, but thread search
+// and count skip it, so that storage need not index a row that lives as
+// long as its run; a kept one (on_completion keep) is listed as any thread.
+func TestStatelessThreadIsNotSearched(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t, nil)
+	for _, tc := range []struct {
+		onCompletion string
+		listed       bool
+	}{{"", false}, {graphserver.OnCompletionDelete, false}, {graphserver.OnCompletionKeep, true}} {
+		run, err := b.srv.CreateRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", AfterSeconds: 3600, OnCompletion: tc.onCompletion,
+			Metadata: graphserver.Metadata{"case": tc.onCompletion}})
+		require.NoError(t, err)
+		th, err := b.srv.GetThread(b.ctx, run.ThreadID)
+		require.NoError(t, err)
+		require.Equal(t, graphserver.ThreadBusy, th.Status)
+		for _, s := range []graphserver.ThreadSearch{{IDs: []string{run.ThreadID}}, {Status: graphserver.ThreadBusy}, {}} {
+			page, err := b.srv.SearchThreads(b.ctx, s)
+			require.NoError(t, err)
+			var ids []string
+			for _, th := range page.Items {
+				ids = append(ids, th.ThreadID)
+			}
+			n, err := b.srv.CountThreads(b.ctx, s)
+			require.NoError(t, err)
+			if tc.listed {
+				require.Contains(t, ids, run.ThreadID, "%q: %+v", tc.onCompletion, s)
+				require.GreaterOrEqual(t, n, 1)
+			} else {
+				require.NotContains(t, ids, run.ThreadID, "%q: %+v", tc.onCompletion, s)
+			}
+		}
+		require.NoError(t, b.srv.CancelRun(b.ctx, run.ThreadID, run.RunID, graphserver.CancelInterrupt))
+	}
+}

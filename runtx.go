@@ -70,7 +70,7 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 				t.Config = opts.ThreadConfig
 			}
 			t.Status, t.UpdatedAt = ThreadBusy, r.UpdatedAt
-			if err := tx.InsertThread(ctx, &t); err != nil {
+			if err := tx.InsertThread(ctx, &t, opts.NewThread && r.Kwargs.Temporary); err != nil {
 				return err
 			}
 		}

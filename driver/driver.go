@@ -58,8 +58,11 @@ type Tx interface {
 	// ActiveRuns, SelectRuns and HeldRun return.
 	CheckThread(ctx context.Context, id string, filter record.Filter) (*ThreadHead, error)
 	// InsertThread inserts t, stored as ThreadStorage.CreateThread stores
-	// it. ECONFLICT when the id is taken.
-	InsertThread(ctx context.Context, t *record.Thread) error
+	// it. ECONFLICT when the id is taken. A temporary thread (a stateless
+	// run's, deleted when the run ends: RunKwargs.Temporary) is read by id
+	// as any other, but ThreadStorage.SearchThreads and CountThreads skip
+	// it, so that a driver need not index it.
+	InsertThread(ctx context.Context, t *record.Thread, temporary bool) error
 	// UpdateThread applies w to thread id (see ThreadWrite). ENOTFOUND when
 	// the thread is missing.
 	UpdateThread(ctx context.Context, id string, w *ThreadWrite) error

@@ -248,7 +248,12 @@ func TestAuthMatrix(t *testing.T) {
 		require.Equal(t, "0", strings.TrimSpace(body), path)
 	}
 	status, body, _ = e.do(ann, "POST", "/threads/count", `{}`)
-	require.Equal(t, "3", strings.TrimSpace(body), "ann counts her threads, the stateless run's included: %d", status)
+	require.Equal(t, "2", strings.TrimSpace(body), "ann counts her threads; the stateless run's temporary one is not counted: %d", status)
+	// ... but it is hers: she reads it by id, bob does not.
+	status, body, _ = e.do(ann, "GET", "/threads/"+stateless.ThreadID, "")
+	require.Equal(t, http.StatusOK, status, body)
+	status, body, _ = e.do(bob, "GET", "/threads/"+stateless.ThreadID, "")
+	require.Equal(t, http.StatusNotFound, status, body)
 	// crons: GET has no route; in-process, as for the other methods
 	bobCtx := graphserver.NewContextWithUser(t.Context(), authKeys[bob])
 	_, err := e.srv.GetCron(bobCtx, cron.CronID)

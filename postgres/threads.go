@@ -148,7 +148,7 @@ func expiry(t time.Time, minutes float64) time.Time {
 // an empty Status is stored as idle, zero timestamps as now, and a TTL
 // without ExpiresAt expires TTLMinutes after UpdatedAt.
 func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists string, filter graphserver.Filter) (*graphserver.Thread, error) {
-	args, err := threadInsertArgs(t)
+	args, err := threadInsertArgs(t, false)
 	if err != nil {
 		return nil, err
 	}
@@ -180,12 +180,13 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 // insertThreadQuery inserts a thread (threadInsertArgs); no row is inserted
 // when the id is taken. It is the one thread insert (CreateThread,
 // Tx.InsertThread).
-const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const insertThreadQuery = `INSERT INTO threads (` + threadColumns + `, temporary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (thread_id) DO NOTHING`
 
 // threadInsertArgs are the arguments of insertThreadQuery for t, stored as
-// given (the Server decides every field).
-func threadInsertArgs(t *graphserver.Thread) ([]any, error) {
+// given (the Server decides every field); temporary marks a stateless
+// run's thread (driver.Tx.InsertThread), which search skips.
+func threadInsertArgs(t *graphserver.Thread, temporary bool) ([]any, error) {
 	c, err := jsoncol.Thread(t)
 	if err != nil {
 		return nil, err
@@ -197,7 +198,7 @@ func threadInsertArgs(t *graphserver.Thread) ([]any, error) {
 		ttlStrategy, ttlMinutes, ttlExpires = &t.TTL.Strategy, &t.TTL.TTLMinutes, t.TTL.ExpiresAt
 	}
 	return []any{t.ThreadID, t.CreatedAt, t.UpdatedAt, t.StateUpdatedAt, c.Metadata, c.Config, c.Context, t.Status,
-		c.Values, c.Interrupts, c.Error, ttlStrategy, ttlMinutes, ttlExpires}, nil
+		c.Values, c.Interrupts, c.Error, ttlStrategy, ttlMinutes, ttlExpires, temporary}, nil
 }
 
 // GetThread implements driver.ThreadStorage.
@@ -281,6 +282,10 @@ var threadSorts = map[string]string{
 
 func threadSearchWhere(s *graphserver.ThreadSearch) (*where, error) {
 	w := &where{}
+	// Stateless runs' threads are not searched: the indexes that order the
+	// search leave them out (migration 0004), and a query that did not
+	// exclude them could not use those indexes.
+	w.add("NOT temporary")
 	if len(s.IDs) > 0 {
 		w.add("thread_id = ANY(?::text[])", s.IDs)
 	}

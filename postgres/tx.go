@@ -85,8 +85,8 @@ func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Fil
 }
 
 // InsertThread implements driver.Tx.
-func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
-	args, err := threadInsertArgs(th)
+func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread, temporary bool) error {
+	args, err := threadInsertArgs(th, temporary)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphserver/graphserver"
 )
 
 // TestLeaseQueriesReadTheLeaseIndex checks that the sweep's and the holder
@@ -31,6 +33,33 @@ func TestLeaseQueriesReadTheLeaseIndex(t *testing.T) {
 	var holderIndexes int
 	require.NoError(t, db.reader.Get(&holderIndexes, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%lease%'`))
 	require.Equal(t, 1, holderIndexes, "one index over leases")
+}
+
+// TestThreadSearchReadsItsIndexes checks that thread search, which skips
+// stateless runs' threads (migration 0011 leaves them out of the indexes),
+// still reads its rows in order from the index of its sort, or finds them
+// by status, instead of scanning and sorting the table.
+func TestThreadSearchReadsItsIndexes(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	for _, c := range []struct {
+		search graphserver.ThreadSearch
+		index  string
+	}{
+		{graphserver.ThreadSearch{Limit: 10}, "threads_created_at"},
+		{graphserver.ThreadSearch{Limit: 10, SortBy: "updated_at", SortOrder: "asc"}, "threads_updated_at"},
+		{graphserver.ThreadSearch{Limit: 10, SortBy: "state_updated_at"}, "threads_state_updated_at"},
+		{graphserver.ThreadSearch{Limit: 10, Status: "busy", SortBy: "status"}, "threads_status"}, // then sorted by thread_id
+	} {
+		q, args, err := threadSearchQuery(&c.search)
+		require.NoError(t, err)
+		all := queryPlan(t, db, q, args...)
+		require.Regexp(t, `INDEX `+c.index+`\b`, all, "%+v", c.search)
+		if c.search.Status == "" {
+			require.NotContains(t, all, "TEMP B-TREE", "%+v", c.search)
+		}
+	}
 }
 
 // queryPlan returns the details of q's EXPLAIN QUERY PLAN, joined by "; ".

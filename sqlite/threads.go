@@ -32,6 +32,10 @@ type threadRow struct {
 	TTLStrategy    sql.NullString  `db:"ttl_strategy"`
 	TTLMinutes     sql.NullFloat64 `db:"ttl_minutes"`
 	TTLExpiresAt   sql.NullString  `db:"ttl_expires_at"`
+	// Temporary marks a stateless run's thread (Tx.InsertThread), which
+	// the search indexes leave out (migration 0011). Inserted, never
+	// selected.
+	Temporary bool `db:"-"`
 }
 
 const threadColumns = `thread_id, created_at, updated_at, state_updated_at, metadata, config, context, status,
@@ -195,9 +199,9 @@ func newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 // insertThreadRow inserts row in tx; ECONFLICT when its id is taken. It is
 // the one thread insert (CreateThread, CopyThread, Tx.InsertThread).
 func insertThreadRow(ctx context.Context, tx *sqlx.Tx, row *threadRow) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`, temporary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		row.ThreadID, row.CreatedAt, row.UpdatedAt, row.StateUpdatedAt, row.Metadata, row.Config, row.Context, row.Status,
-		row.Values, row.Interrupts, row.Error, row.TTLStrategy, row.TTLMinutes, row.TTLExpiresAt)
+		row.Values, row.Interrupts, row.Error, row.TTLStrategy, row.TTLMinutes, row.TTLExpiresAt, row.Temporary)
 	if isConstraint(err) {
 		return graphserver.Errorf(graphserver.ECONFLICT, "Thread with ID %s already exists", row.ThreadID)
 	} else if err != nil {
@@ -289,6 +293,10 @@ var threadSorts = map[string]string{
 
 func threadSearchWhere(s *graphserver.ThreadSearch) (*where, error) {
 	w := &where{}
+	// Stateless runs' threads are not searched: the indexes that order and
+	// filter the search leave them out (migration 0011), and a query that
+	// did not exclude them could not use those indexes.
+	w.add("temporary = 0")
 	if len(s.IDs) > 0 {
 		ids, err := json.Marshal(s.IDs)
 		if err != nil {
@@ -321,6 +329,18 @@ func threadSearchWhere(s *graphserver.ThreadSearch) (*where, error) {
 	return w, nil
 }
 
+// threadSearchQuery is SearchThreads' query and its arguments.
+func threadSearchQuery(s *graphserver.ThreadSearch) (string, []any, error) {
+	w, err := threadSearchWhere(s)
+	if err != nil {
+		return "", nil, err
+	}
+	lim, largs := limitOffset(s.Limit, s.Offset, true)
+	q := `SELECT ` + threadColumns + ` FROM threads` + w.String() +
+		orderBy(threadSorts, s.SortBy, s.SortOrder, "created_at", "thread_id") + lim
+	return q, append(w.args, largs...), nil
+}
+
 // SearchThreads implements driver.ThreadStorage. It returns at most
 // s.Limit+1 rows (no limit when s.Limit <= 0), sorted by s.SortBy (default
 // created_at) and s.SortOrder (default desc), thread_id breaking ties.
@@ -328,15 +348,12 @@ func (db *DB) SearchThreads(ctx context.Context, s *graphserver.ThreadSearch) ([
 	if s == nil {
 		s = &graphserver.ThreadSearch{}
 	}
-	w, err := threadSearchWhere(s)
+	q, args, err := threadSearchQuery(s)
 	if err != nil {
 		return nil, err
 	}
-	lim, largs := limitOffset(s.Limit, s.Offset, true)
-	q := `SELECT ` + threadColumns + ` FROM threads` + w.String() +
-		orderBy(threadSorts, s.SortBy, s.SortOrder, "created_at", "thread_id") + lim
 	var rows []threadRow
-	if err := db.reader.SelectContext(ctx, &rows, q, append(w.args, largs...)...); err != nil {
+	if err := db.reader.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, translate(fmt.Errorf("search threads: %w", err))
 	}
 	out := make([]*graphserver.Thread, 0, len(rows))

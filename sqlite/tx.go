@@ -62,11 +62,12 @@ func (t *txn) CheckThread(ctx context.Context, id string, filter graphserver.Fil
 }
 
 // InsertThread implements driver.Tx.
-func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread) error {
+func (t *txn) InsertThread(ctx context.Context, th *graphserver.Thread, temporary bool) error {
 	row, err := newThreadRow(th)
 	if err != nil {
 		return err
 	}
+	row.Temporary = temporary
 	return insertThreadRow(ctx, t.tx, row)
 }
 

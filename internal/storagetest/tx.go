@@ -102,8 +102,12 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 
 			require.NoError(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1), UpdatedAt: at(2),
 				StateUpdatedAt: at(1), Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{"c": 1.0},
-				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}))
-			requireCode(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1)}), graphserver.ECONFLICT)
+				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}, false))
+			requireCode(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t2", CreatedAt: at(1)}, false), graphserver.ECONFLICT)
+			// A stateless run's thread: read by id, not searched nor counted.
+			require.NoError(t, tx.InsertThread(ctx, &graphserver.Thread{ThreadID: "t3", CreatedAt: at(1), UpdatedAt: at(1),
+				StateUpdatedAt: at(1), Metadata: graphserver.Metadata{"k": "v"}, Config: graphserver.Object{},
+				Context: graphserver.Object{}, Status: graphserver.ThreadBusy, Values: json.RawMessage("null")}, true))
 			requireCode(t, tx.UpdateThread(ctx, "missing", &driver.ThreadWrite{Now: at(3), Status: graphserver.ThreadIdle}), graphserver.ENOTFOUND)
 			return nil
 		})
@@ -114,6 +118,21 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 			require.Equal(t, graphserver.Object{"c": 1.0}, head.Config)
 			return nil
 		})
+		require.Equal(t, graphserver.ThreadBusy, getThread(t, st, "t3").Status)
+		for _, s := range []*graphserver.ThreadSearch{{}, {Metadata: graphserver.Metadata{"k": "v"}}, {Status: graphserver.ThreadBusy},
+			{IDs: []string{"t2", "t3"}}, {SortBy: "updated_at"}, {SortBy: "thread_id"}} {
+			found, err := st.SearchThreads(t.Context(), s)
+			require.NoError(t, err)
+			var ids []string
+			for _, th := range found {
+				ids = append(ids, th.ThreadID)
+			}
+			require.Contains(t, ids, "t2", "search %+v", s)
+			require.NotContains(t, ids, "t3", "search %+v", s)
+			n, err := st.CountThreads(t.Context(), s)
+			require.NoError(t, err)
+			require.Equal(t, len(ids), n, "count %+v", s)
+		}
 		th := getThread(t, st, "t2")
 		require.Equal(t, graphserver.ThreadBusy, th.Status)
 		require.Equal(t, graphserver.Metadata{"k": "v"}, th.Metadata)
