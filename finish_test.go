@@ -3,12 +3,17 @@ package graphserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/sqlite"
 )
 
@@ -86,4 +91,83 @@ func mustMarshal(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// firstSaveHeld is a Storage whose first run checkpoint save is held: in
+// mode "waiting" it waits, not started, until its ctx ends (as a grouped
+// SQLite write waits for its group) and then writes nothing; in mode
+// "started" it is written at once, but answered only when its ctx ends or
+// after a while. Every other save goes straight to the database.
+type firstSaveHeld struct {
+	*sqlite.DB
+	mode  string
+	first atomic.Bool
+}
+
+func (s *firstSaveHeld) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
+	if !s.first.CompareAndSwap(false, true) {
+		return s.DB.PutRunCheckpoints(ctx, runID, owner, cps)
+	}
+	var err error
+	if s.mode == "started" {
+		err = s.DB.PutRunCheckpoints(context.WithoutCancel(ctx), runID, owner, cps)
+	}
+	select {
+	case <-ctx.Done():
+		if s.mode == "waiting" {
+			return ctx.Err()
+		}
+	case <-time.After(2 * time.Second):
+		if s.mode == "waiting" {
+			return errors.New("the held save was never taken back")
+		}
+	}
+	return err
+}
+
+// TestRunEndTakesBackWaitingSave: the checkpoints a run's graph saves
+// before its last node runs (its input and first step, in the background
+// while the node runs) are still waiting for storage when the node is
+// done, under load: the run's end takes that save back and saves them
+// with the last checkpoint, in the transaction that records the run's end,
+// instead of in one of their own. A save that had started is not saved
+// twice. Either way, the thread's state and history are those of the
+// runs, checkpoint after checkpoint.
+func TestRunEndTakesBackWaitingSave(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"waiting", "started"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db, err := sqlite.Open(filepath.Join(t.TempDir(), "gs.db"))
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, db.Close()) })
+			st := &firstSaveHeld{DB: db, mode: mode}
+			srv, err := graphserver.New(graphserver.Options{Storage: st, Graphs: map[string]graphserver.Graph{"counter": counterGraph(t)}})
+			require.NoError(t, err)
+			require.NoError(t, srv.Start(ctx))
+			t.Cleanup(func() { require.NoError(t, srv.Close(context.WithoutCancel(ctx))) })
+
+			th, err := srv.CreateThread(ctx, graphserver.ThreadCreate{})
+			require.NoError(t, err)
+			for n := 1; n <= 2; n++ {
+				start := time.Now()
+				out, err := srv.WaitRun(ctx, th.ThreadID, graphserver.RunCreate{AssistantID: "counter", Input: json.RawMessage(`{}`)})
+				require.NoError(t, err)
+				require.Less(t, time.Since(start), time.Second, "the held save was taken back at once, not waited for")
+				want := fmt.Sprintf(`{"count":%d}`, n)
+				require.JSONEq(t, want, string(out))
+				state, err := srv.GetThreadState(ctx, th.ThreadID, graphserver.ThreadStateQuery{})
+				require.NoError(t, err)
+				require.JSONEq(t, want, string(mustMarshal(t, state.Values)))
+				hist, err := srv.GetThreadHistory(ctx, th.ThreadID, graphserver.ThreadHistoryQuery{Limit: 100})
+				require.NoError(t, err)
+				require.Len(t, hist, 3*n, "three checkpoints a run, none twice")
+				require.Equal(t, *state.Checkpoint.CheckpointID, *hist[0].Checkpoint.CheckpointID, "state and history agree")
+				for i := range len(hist) - 1 {
+					require.Equal(t, *hist[i+1].Checkpoint.CheckpointID, *hist[i].ParentCheckpoint.CheckpointID, "checkpoint %d's parent", i)
+				}
+			}
+		})
+	}
 }

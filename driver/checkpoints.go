@@ -59,6 +59,12 @@ type CheckpointDeferrer interface {
 	// DeferCheckpoints takes cps (in order) to save with the run's end. It
 	// reports false, keeping nothing, when it cannot: the caller then saves
 	// them itself.
+	//
+	// A CheckpointDeferrer's PutCheckpoint and PutCheckpoints stop, when
+	// their ctx ends, only before they start writing, and then return
+	// ctx.Err() having written nothing (as RunCheckpointer's do). The
+	// engine relies on it to take back a save that still waits, when the
+	// run ends, and to defer its checkpoints too.
 	DeferCheckpoints(cps []*CheckpointRecord) bool
 }
 

@@ -247,6 +247,12 @@ type RunCheckpointer interface {
 	// one transaction: all or none (ENOTFOUND, nothing saved, when owner
 	// does not hold the run). The graph engine saves a run's input
 	// checkpoint with the next one this way (CheckpointBatcher).
+	//
+	// For both, ctx's end only ever stops a save that has not started
+	// writing, which then returns ctx.Err() having written nothing; a save
+	// that has started completes whatever ctx does, and returns its own
+	// result. The Server's run checkpointer, a CheckpointDeferrer, relies
+	// on it.
 	PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*CheckpointRecord) error
 }
 

@@ -105,6 +105,10 @@ type runner struct {
 type saveOp struct {
 	done chan struct{}
 	err  error
+	// recs and cancel: a save to a CheckpointDeferrer, which endSave may
+	// take back (cancel) while it has not started; nil cancel otherwise.
+	recs   []*driver.CheckpointRecord
+	cancel context.CancelFunc
 }
 
 // heldSave is an input checkpoint persist keeps to save with the next
@@ -148,18 +152,24 @@ func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
 	if err != nil {
 		return err
 	}
-	if err := r.waitPut(); err != nil {
-		return err
+	async := r.rc.durability == "async" && !final
+	_, batches := r.rc.cp.(driver.CheckpointBatcher)
+	_, defers := r.rc.cp.(driver.CheckpointDeferrer)
+	// A checkpoint held (below) starts no save: the save in flight goes
+	// on meanwhile; the next save waits for it (flushHeld), and a run's
+	// end hands both to its deferrer, which may take it back (endSave).
+	hold := (async && batches) || (final && defers && r == r.rc.root)
+	if !hold {
+		if err := r.waitPut(); err != nil {
+			return err
+		}
 	}
 	r.parent, r.saved = r.saved, c.id
 	recs := []*driver.CheckpointRecord{rec}
 	if h := r.held; h != nil {
 		r.held, recs = nil, append(h.recs, rec)
 	}
-	async := r.rc.durability == "async" && !final
-	_, batches := r.rc.cp.(driver.CheckpointBatcher)
-	_, defers := r.rc.cp.(driver.CheckpointDeferrer)
-	if (async && batches) || (final && defers && r == r.rc.root) {
+	if hold {
 		// Kept to go with the next checkpoint, in one transaction instead
 		// of two, or with the run's end (endSave): the save starts before
 		// the next step that runs a node (runTasks; a run's input is
@@ -175,10 +185,17 @@ func (r *runner) persist(ctx context.Context, c *ckpt, final bool) error {
 func (r *runner) put(ctx context.Context, recs []*driver.CheckpointRecord, async bool) error {
 	op := &saveOp{done: make(chan struct{})}
 	r.save = op
+	ctx = context.WithoutCancel(ctx)
+	b, batches := r.rc.cp.(driver.CheckpointBatcher)
+	if _, defers := r.rc.cp.(driver.CheckpointDeferrer); defers && async && (batches || len(recs) == 1) {
+		// One call, which the deferrer's contract lets endSave take back
+		// while it waits to start.
+		op.recs = recs
+		ctx, op.cancel = context.WithCancel(ctx)
+	}
 	put := func() {
 		defer close(op.done)
-		ctx := context.WithoutCancel(ctx)
-		if b, ok := r.rc.cp.(driver.CheckpointBatcher); ok && len(recs) > 1 {
+		if batches && len(recs) > 1 {
 			op.err = b.PutCheckpoints(ctx, recs)
 			return
 		}
@@ -214,15 +231,35 @@ func (r *runner) flushHeld() error {
 // run hands the checkpoints it still holds to a CheckpointDeferrer, which
 // saves them with the run's end, in the transaction recording it; else,
 // and for a subgraph, they are saved now (waitSave).
+//
+// The save still in flight (the checkpoints saved in the background
+// while the last node ran, which under load often still waits for
+// storage) is cancelled first: a deferrer's save stops only before it
+// starts writing (driver.CheckpointDeferrer), so one that returns
+// context.Canceled wrote nothing, and its checkpoints go with the run's
+// end too, before the held ones; one that had started completes.
 func (r *runner) endSave() error {
 	d, ok := r.rc.cp.(driver.CheckpointDeferrer)
 	if !ok || r != r.rc.root || r.held == nil {
 		return r.waitSave()
 	}
-	if err := r.waitPut(); err != nil {
-		return err
+	recs := r.held.recs
+	if op := r.save; op != nil && op.cancel != nil {
+		op.cancel()
+		<-op.done
+		switch {
+		case op.err == nil: // it had started: saved
+		case errors.Is(op.err, context.Canceled):
+			// Taken back before it started (so it wrote nothing): its
+			// checkpoints go first, with the run's end.
+			r.save = nil
+			recs = append(slices.Clip(op.recs), recs...)
+			r.held.recs = recs
+		default:
+			return op.err
+		}
 	}
-	if !d.DeferCheckpoints(r.held.recs) {
+	if !d.DeferCheckpoints(recs) {
 		return r.waitSave()
 	}
 	r.held = nil
@@ -243,6 +280,9 @@ func (r *runner) waitPut() error {
 		return nil
 	}
 	<-r.save.done
+	if r.save.cancel != nil {
+		r.save.cancel() // releases its context
+	}
 	return r.save.err
 }
 

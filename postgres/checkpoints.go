@@ -379,14 +379,20 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 // when not). The run's row stays locked until the checkpoint is committed,
 // so a sweep cannot give the run to another worker meanwhile.
 func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *driver.CheckpointRecord) error {
-	return db.putCheckpoints(ctx, []*driver.CheckpointRecord{cp}, runID, owner)
+	return db.PutRunCheckpoints(ctx, runID, owner, []*driver.CheckpointRecord{cp})
 }
 
 // PutRunCheckpoints implements driver.RunCheckpointer: each of cps as
 // PutRunCheckpoint saves it, in one transaction of two round trips (the
 // lease is checked once, with the first read).
+//
+// ctx's end stops it only before it starts (driver.RunCheckpointer): once
+// the transaction begins, it runs on without ctx's cancellation.
 func (db *DB) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
-	return db.putCheckpoints(ctx, cps, runID, owner)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return db.putCheckpoints(context.WithoutCancel(ctx), cps, runID, owner)
 }
 
 // PutRunWrites implements driver.RunCheckpointer: PutWrites for run

@@ -568,7 +568,9 @@ func (db *DB) PutRunCheckpoint(ctx context.Context, runID, owner string, cp *dri
 }
 
 // PutRunCheckpoints implements driver.RunCheckpointer: each of cps as
-// PutRunCheckpoint saves it, in one grouped write.
+// PutRunCheckpoint saves it, in one grouped write (writeGrouped: ctx's
+// end stops it only while it waits for its group, as the driver contract
+// asks).
 func (db *DB) PutRunCheckpoints(ctx context.Context, runID, owner string, cps []*driver.CheckpointRecord) error {
 	return db.putCheckpoints(ctx, cps, &runLease{runID: runID, owner: owner})
 }

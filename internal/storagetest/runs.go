@@ -580,6 +580,13 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		requireValues(t, map[string]string{"x": `["c0","c1"]`}, got.Values)
 		requireCode(t, rcb.PutRunCheckpoints(ctx, "r1", "w1", []*driver.CheckpointRecord{cp("c2", "c1"), {ThreadID: "t1"}}), graphserver.EINVALID)
 		requireLatest("c1")
+		// A save whose ctx ended before it started writes nothing and says
+		// so with ctx's error (the Server takes back a save still waiting).
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		require.ErrorIs(t, rcb.PutRunCheckpoints(ended, "r1", "w1", []*driver.CheckpointRecord{cp("c2", "c1")}), context.Canceled)
+		require.ErrorIs(t, rcb.PutRunCheckpoint(ended, "r1", "w1", cp("c2", "c1")), context.Canceled)
+		requireLatest("c1")
 
 		// The lease lapses and another claim takes the run over.
 		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
