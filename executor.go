@@ -214,6 +214,12 @@ func (q *runQueue) runGraph(ctx context.Context, run *Run, log *eventLog, scope 
 	if !run.Kwargs.Temporary {
 		gate = scope(s.storage)
 		gr.Checkpointer = gate
+	} else {
+		// A temporary run's checkpoints stay in the engine's memory and go
+		// with the run (the official servers run it without a
+		// checkpointer): only those its graph may read back are made,
+		// each graph's last one, as durability exit makes them.
+		gr.Durability = DurabilityExit
 	}
 	subgraphs := run.Kwargs.Subgraphs
 	emit := func(p StreamPart) {
