@@ -3,6 +3,8 @@ package graphserver
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/graphserver/graphserver/driver"
 )
 
 // ThreadStateQuery selects a state snapshot for GetThreadState.
@@ -136,7 +138,7 @@ func (s *Server) UpdateThreadState(ctx context.Context, threadID string, u Threa
 	}
 	out, err := g.UpdateState(ctx, &UpdateStateRequest{
 		Checkpoint: cp, Values: u.Values, AsNode: u.AsNode, Config: threadConfig(t),
-		Metadata: Object{"graph_id": graphID}, Checkpointer: s.storage,
+		Metadata: Object{"graph_id": graphID}, Checkpointer: s.idleThreadWrites(),
 	})
 	if err != nil {
 		return nil, err
@@ -216,7 +218,7 @@ func (s *Server) applySupersteps(ctx context.Context, t *Thread, g Graph, steps 
 				_, err := g.UpdateState(ctx, &UpdateStateRequest{
 					Checkpoint: Checkpoint{ThreadID: t.ThreadID}, Values: u.Values, Command: u.Command,
 					AsNode: u.AsNode, Config: threadConfig(t), Metadata: Object{"graph_id": graphID},
-					Checkpointer: s.storage,
+					Checkpointer: s.idleThreadWrites(),
 				})
 				if err != nil {
 					return err
@@ -271,5 +273,42 @@ func (s *Server) PatchThreadState(ctx context.Context, threadID string, p Thread
 	}
 	cp.Metadata = cp.Metadata.Merge(p.Metadata)
 	cp.NewBlobs, cp.Values, cp.PendingWrites = nil, nil, nil
-	return s.storage.PutCheckpoint(ctx, cp)
+	return s.idleThreadWrites().PutCheckpoint(ctx, cp)
+}
+
+// idleThreadWrites returns the Checkpointer a state update writes through
+// (update_state, a new thread's supersteps, PATCH state): busyGuard.
+func (s *Server) idleThreadWrites() driver.Checkpointer {
+	return busyGuard{Checkpointer: s.storage, st: s.storage}
+}
+
+// busyGuard saves each checkpoint in a transaction that first checks that
+// the thread has no pending or running run (EBUSY otherwise; ENOTFOUND
+// when the thread is gone). A state update reads the thread's status
+// before it starts, but a run may be created on the thread between that
+// read and its write: the check in the write's transaction orders the
+// two, as Tx.CheckThread orders the changes of one thread. Either the
+// update commits first, and a run created after it starts from it
+// (preloadCheckpoint), or the run's creation does, and the update is
+// refused. Pending writes (PutWrites, which the built-in engine's
+// UpdateState does not make) are not checked.
+type busyGuard struct {
+	driver.Checkpointer
+	st driver.Storage
+}
+
+func (g busyGuard) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
+	if cp == nil {
+		return g.Checkpointer.PutCheckpoint(ctx, cp) // EINVALID
+	}
+	return g.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		head, err := tx.CheckThread(ctx, cp.ThreadID, nil)
+		if err != nil {
+			return err
+		}
+		if len(head.Active) > 0 {
+			return Errorf(EBUSY, "Thread is busy")
+		}
+		return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp})
+	})
 }
