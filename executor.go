@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphserver/graphserver/driver"
@@ -74,8 +75,10 @@ func modeOf(event string) string {
 
 // execute runs one claimed run to its end: it emits the metadata event,
 // runs the graph under a renewed lease, then records the outcome.
-// token is the lease owner token of the claim.
-func (q *runQueue) execute(qr *driver.QueuedRun, token string) {
+// token is the lease owner token of the claim; pre, when not nil, is the
+// thread's latest root checkpoint read with the run's creation, which
+// claimed it (see preloadCheckpoint).
+func (q *runQueue) execute(qr *driver.QueuedRun, token string, pre *preloaded) {
 	s := q.s
 	run := qr.Run
 	stored := 0
@@ -125,7 +128,7 @@ func (q *runQueue) execute(qr *driver.QueuedRun, token string) {
 	defer endRenew()
 	startedAt := s.clock()
 	s.runChanged(startedEvent(qr, startedAt))
-	out := q.runGraph(ctx, run, log, func(cp driver.Checkpointer) *runCheckpointer { return q.runCheckpointer(cp, run.RunID, token, cancel) })
+	out := q.runGraph(ctx, run, log, func(cp driver.Checkpointer) *runCheckpointer { return q.runCheckpointer(cp, run, token, cancel, pre) })
 	endRenew()
 	out.attempt = qr.Attempt
 	q.finish(ctx, run, out, startedAt, log, token)
@@ -311,17 +314,29 @@ var errRunAbandoned = Errorf(EUNAVAILABLE, "The run was stopped; writes made aft
 // lease (token);
 // a write refused because the lease was lost cancels the run with
 // errLeaseLost, which releases it. Once shut (runBounded gave up on the
-// graph), every write is refused.
-func (q *runQueue) runCheckpointer(cp driver.Checkpointer, runID, token string, cancel context.CancelCauseFunc) *runCheckpointer {
-	return &runCheckpointer{Checkpointer: cp, rc: q.storage, runID: runID, token: token, cancel: cancel}
+// graph), every write is refused. pre, when not nil, answers the graph's
+// first read of the thread's latest root checkpoint.
+func (q *runQueue) runCheckpointer(cp driver.Checkpointer, run *Run, token string, cancel context.CancelCauseFunc, pre *preloaded) *runCheckpointer {
+	c := &runCheckpointer{Checkpointer: cp, rc: q.storage, runID: run.RunID, threadID: run.ThreadID, token: token, cancel: cancel}
+	c.pre.Store(pre)
+	return c
 }
+
+// preloaded is the latest root checkpoint of a run's thread, read in the
+// transaction that created and claimed the run (driver.RunCreated): cp,
+// nil when the thread had none.
+type preloaded struct{ cp *driver.CheckpointRecord }
 
 // runCheckpointer is a run's Checkpointer (see runQueue.runCheckpointer).
 type runCheckpointer struct {
 	driver.Checkpointer
-	rc           driver.RunCheckpointer
-	runID, token string
-	cancel       context.CancelCauseFunc
+	rc                     driver.RunCheckpointer
+	runID, threadID, token string
+	cancel                 context.CancelCauseFunc
+	// pre is handed over (and dropped) by the first GetCheckpoint of the
+	// thread's latest root checkpoint, and dropped by the run's first
+	// write: from then on storage holds what the run wrote.
+	pre atomic.Pointer[preloaded]
 
 	mu       sync.RWMutex // held for reading by each write, for writing by shut and DeferCheckpoints
 	shut     bool
@@ -332,6 +347,7 @@ type runCheckpointer struct {
 // run's end (takeDeferred), which saves them in the transaction recording
 // it. Once shut, it refuses them, as it refuses writes.
 func (c *runCheckpointer) DeferCheckpoints(cps []*driver.CheckpointRecord) bool {
+	c.pre.Store(nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shut {
@@ -365,7 +381,23 @@ func (c *runCheckpointer) shutWrites() {
 	c.mu.Unlock()
 }
 
+// GetCheckpoint hands the graph the checkpoint preloaded with the run's
+// creation (pre) for its first read of the thread's latest root
+// checkpoint, if the run wrote nothing before: preloadCheckpoint says why
+// storage holds the same then. The record goes to the graph and is
+// dropped here, so nothing else holds it. Other reads go to storage.
+func (c *runCheckpointer) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*driver.CheckpointRecord, error) {
+	if p := c.pre.Load(); p != nil && threadID == c.threadID && ns == "" && checkpointID == "" && c.pre.CompareAndSwap(p, nil) {
+		if p.cp == nil {
+			return nil, Errorf(ENOTFOUND, "Thread %s has no checkpoint in namespace %q", threadID, ns)
+		}
+		return p.cp, nil
+	}
+	return c.Checkpointer.GetCheckpoint(ctx, threadID, ns, checkpointID)
+}
+
 func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecord) error {
+	c.pre.Store(nil)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shut {
@@ -376,6 +408,7 @@ func (c *runCheckpointer) PutCheckpoint(ctx context.Context, cp *driver.Checkpoi
 
 // PutCheckpoints implements driver.CheckpointBatcher, in one transaction.
 func (c *runCheckpointer) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
+	c.pre.Store(nil)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shut {
@@ -385,6 +418,7 @@ func (c *runCheckpointer) PutCheckpoints(ctx context.Context, cps []*driver.Chec
 }
 
 func (c *runCheckpointer) PutWrites(ctx context.Context, threadID, ns, checkpointID, taskID string, writes []driver.PendingWrite) error {
+	c.pre.Store(nil)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shut {

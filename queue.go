@@ -157,8 +157,9 @@ func (q *runQueue) acquireSlot() bool {
 
 func (q *runQueue) releaseSlot() { <-q.slots }
 
-// startClaimed executes a run claimed at creation in the slot taken for it.
-func (q *runQueue) startClaimed(qr *driver.QueuedRun, token string) {
+// startClaimed executes a run claimed at creation in the slot taken for it;
+// pre is what execute takes.
+func (q *runQueue) startClaimed(qr *driver.QueuedRun, token string, pre *preloaded) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.accepting {
@@ -176,7 +177,7 @@ func (q *runQueue) startClaimed(qr *driver.QueuedRun, token string) {
 	// this Go happens before that Wait.
 	q.s.wg.Go(func() {
 		defer q.releaseSlot()
-		q.execute(qr, token)
+		q.execute(qr, token, pre)
 	})
 }
 
@@ -271,7 +272,7 @@ func (q *runQueue) dispatch(ctx context.Context) {
 		if qr != nil {
 			s.wg.Go(func() {
 				defer func() { <-slots }()
-				q.execute(qr, token)
+				q.execute(qr, token, nil)
 			})
 			continue
 		}

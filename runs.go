@@ -852,6 +852,12 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 		cfg["metadata"] = meta
 		run.Metadata, run.Kwargs.Config, run.Kwargs.Context = meta, cfg, runCtx
 		ins.ThreadConfig = storedCfg
+		// A run claimed at insertion starts from the thread's latest root
+		// checkpoint, read in the insertion's transaction (see
+		// preloadCheckpoint), unless it has no checkpointer (a temporary
+		// thread) or forks from a checkpoint it names.
+		from, _ := configurable["checkpoint_id"].(string)
+		ins.Preload = !temporary && from == ""
 	}
 	var openMeta Metadata // a thread run's is known once inserted
 	if stateless {
@@ -895,7 +901,11 @@ func (s *Server) createRun(ctx context.Context, threadID string, rc *RunCreate, 
 	case res.Claimed:
 		claimed := *run
 		claimed.Status = RunRunning
-		s.rq.startClaimed(&driver.QueuedRun{Run: &claimed, Attempt: 1}, ins.Owner)
+		var pre *preloaded
+		if res.Preloaded {
+			pre = &preloaded{cp: res.Checkpoint}
+		}
+		s.rq.startClaimed(&driver.QueuedRun{Run: &claimed, Attempt: 1}, ins.Owner, pre)
 	case slot:
 		s.rq.releaseSlot()
 		s.rq.signal()

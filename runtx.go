@@ -29,7 +29,9 @@ import (
 // and the run can start at once (r.CreatedAt is not after r.UpdatedAt and,
 // once the strategy applied, no other run of the thread is pending or
 // running), it is inserted already claimed by Owner (status running,
-// attempt 1, leased until opts.LeaseUntil) and the result says Claimed.
+// attempt 1, leased until opts.LeaseUntil) and the result says Claimed;
+// with opts.Preload, it also holds the thread's latest root checkpoint
+// (preloadCheckpoint).
 func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunInsert) (*driver.RunCreated, error) {
 	if opts == nil {
 		opts = &driver.RunInsert{}
@@ -111,23 +113,79 @@ func insertRun(ctx context.Context, st driver.Storage, r *Run, opts *driver.RunI
 		if err := tx.InsertRun(ctx, &row, claim); err != nil {
 			return err
 		}
-		if inserted {
-			return nil
+		if !inserted {
+			// What the thread has already is not written again.
+			w := &driver.ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy}
+			if changedKeys(head.Metadata, opts.ThreadMetadata) != nil {
+				w.MergeMetadata = opts.ThreadMetadata
+			}
+			if opts.ThreadConfig != nil && !sameJSON(head.Config, opts.ThreadConfig) {
+				w.Config = opts.ThreadConfig
+			}
+			if err := tx.UpdateThread(ctx, r.ThreadID, w); err != nil {
+				return err
+			}
 		}
-		// What the thread has already is not written again.
-		w := &driver.ThreadWrite{Now: r.UpdatedAt, Status: ThreadBusy}
-		if changedKeys(head.Metadata, opts.ThreadMetadata) != nil {
-			w.MergeMetadata = opts.ThreadMetadata
+		if claim != nil && opts.Preload {
+			return preloadCheckpoint(ctx, tx, r.ThreadID, inserted && opts.NewThread, res)
 		}
-		if opts.ThreadConfig != nil && !sameJSON(head.Config, opts.ThreadConfig) {
-			w.Config = opts.ThreadConfig
-		}
-		return tx.UpdateThread(ctx, r.ThreadID, w)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// preloadCheckpoint reads, for a run claimed at its creation, its thread's
+// latest root checkpoint into res (RunInsert.Preload), last in the
+// creating transaction: after the multitask strategy deleted the
+// checkpoints of the pending runs it rolled back. A thread made for the
+// run (fresh) has none.
+//
+// The run's graph gets the record for its first load of that checkpoint
+// (runCheckpointer.GetCheckpoint) instead of reading it again, which is
+// right only while nothing can change the thread's latest root checkpoint
+// between this commit and that load. What writes a thread's checkpoints:
+//
+//   - Runs: this run is claimed only when no other run of the thread is
+//     pending or running once the strategy applied (when it cancels a
+//     running run, this one waits, pending), and a run is claimed only on
+//     a thread with no running run (ClaimRun), so no other run of the
+//     thread starts before this one ends. A run that ended writes nothing
+//     more: its writes check its lease in their transaction
+//     (RunCheckpointer), and a rollback deletes its checkpoints in the
+//     transaction that ends it, before this one. Pending runs this
+//     insertion rolls back lose theirs above, in this transaction.
+//   - State updates (update_state, supersteps, PATCH state) are refused
+//     on a thread with a pending or running run, checked in the
+//     transaction of their write (busyGuard): they commit before this
+//     insertion, and are read here, or are refused.
+//   - Deleting the thread (also prune delete, an assistant's deletion
+//     with its threads) deletes this run: its writes are refused and it
+//     stops. CopyThread writes a new thread, with no run yet.
+//   - Neither DeleteRun (of a finished run of the thread) nor prune
+//     keep_latest check the thread's runs; both race any run of the
+//     thread, as they did before this hand-off: a run that had read the
+//     checkpoint itself, just after this commit, would build on it in
+//     the same way. keep_latest keeps the latest root checkpoint as it
+//     is, but for its parent link.
+//
+// Subgraph namespaces are not preloaded: a run's subgraphs read their
+// checkpoints as they start.
+func preloadCheckpoint(ctx context.Context, tx driver.Tx, threadID string, fresh bool, res *driver.RunCreated) error {
+	res.Preloaded = true
+	if fresh {
+		return nil
+	}
+	cp, err := tx.GetCheckpoint(ctx, threadID, "", "")
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	res.Checkpoint = cp
+	return nil
 }
 
 // sameJSON reports whether a and b, decoded JSON values (objects as

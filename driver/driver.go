@@ -111,6 +111,13 @@ type Tx interface {
 	// checks it in the same transaction (HeldRun, EndHeldRun), as the end of
 	// a run does for the checkpoints it saves (RunFinish.Checkpoints).
 	PutCheckpoints(ctx context.Context, cps []*CheckpointRecord) error
+	// GetCheckpoint is Checkpointer.GetCheckpoint inside the transaction:
+	// it sees the transaction's own writes (ENOTFOUND likewise). The
+	// record is the caller's. A run's creation reads its thread's latest
+	// root checkpoint with it (RunInsert.Preload), where SQLite's writer
+	// connection has the thread's pages cached and PostgreSQL holds the
+	// thread's lock already.
+	GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*CheckpointRecord, error)
 	// EndHeldRun is HeldRun then SetRunStatus, in as few statements as the
 	// driver can (the end of a run): when owner holds run runID (status
 	// running, lease owner), its status becomes status as SetRunStatus

@@ -69,6 +69,11 @@ type RunInsert struct {
 	// Owner, when set, claims the run at insertion if it can start at once.
 	Owner      string
 	LeaseUntil time.Time
+	// Preload, with Owner, asks the insertion of a run it claims to read
+	// the thread's latest root checkpoint (namespace "") in its
+	// transaction, after the multitask strategy applied, for the run's
+	// first load of it (RunCreated.Checkpoint). Complete may set it.
+	Preload bool
 
 	// Complete, when set, is called in the insertion's transaction before
 	// the run is inserted, with what Tx.CheckThread read of the run's
@@ -91,6 +96,11 @@ type RunCreated struct {
 	// Claimed is true when the run was inserted running, claimed by
 	// RunInsert.Owner with attempt 1.
 	Claimed bool
+	// Preloaded is true when the insertion claimed the run and read its
+	// thread's latest root checkpoint (RunInsert.Preload): Checkpoint, nil
+	// when the thread has none. The record is the caller's.
+	Preloaded  bool
+	Checkpoint *CheckpointRecord
 }
 
 // CancelledRun reports a run a cancellation touched. Status is

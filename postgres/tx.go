@@ -302,6 +302,12 @@ func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 	return putCheckpointsTx(ctx, t.tx, cps, created, "", "")
 }
 
+// GetCheckpoint implements driver.Tx.
+func (t *txn) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*driver.CheckpointRecord, error) {
+	cp, err := getCheckpoint(ctx, t.tx, threadID, ns, checkpointID)
+	return cp, translate(err)
+}
+
 // ExpiredRuns implements driver.Tx. The runs and their threads are
 // locked without waiting, skipping those another process is sweeping or
 // finishing.

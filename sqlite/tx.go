@@ -304,6 +304,13 @@ func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 	return nil
 }
 
+// GetCheckpoint implements driver.Tx: getCheckpoint on the writer
+// connection, whose cache holds the pages the thread's last writes
+// touched.
+func (t *txn) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*driver.CheckpointRecord, error) {
+	return getCheckpoint(ctx, t.tx, threadID, ns, checkpointID)
+}
+
 // expiredRunsQuery selects the running runs whose lease lapsed before ?.
 const expiredRunsQuery = `SELECT ` + runRefColumns + ` FROM runs AS r
 	WHERE r.status = 'running' AND r.lease_expires_at < ?`

@@ -251,6 +251,61 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.Equal(t, graphserver.RunPending, runStatus(t, b, "r3"))
 	})
 
+	// A run claimed at insertion with Preload gets its thread's latest root
+	// checkpoint, read in the insertion's transaction after the multitask
+	// strategy applied; a run not claimed gets none.
+	t.Run("PreloadAtInsert", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		ctx := t.Context()
+		preload := &driver.RunInsert{Owner: "w", LeaseUntil: at(30), Preload: true}
+		created, err := b.rs.CreateRun(ctx, newRun(runOpts{ID: "r0", ThreadID: "t1"}), preload)
+		require.NoError(t, err)
+		require.True(t, created.Claimed)
+		require.True(t, created.Preloaded)
+		require.Nil(t, created.Checkpoint, "t1 has no checkpoint yet")
+		require.NoError(t, b.rs.PutRunCheckpoint(ctx, "r0", "w", &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", RunID: "r0",
+			CreatedAt: at(1), ChannelVersions: map[string]string{"x": "1"}, NewBlobs: []driver.ChannelBlob{blob("x", "1", "", `1`)}}))
+		require.NoError(t, b.rs.PutRunWrites(ctx, "r0", "w", "t1", "", "c1", "a", []driver.PendingWrite{{TaskID: "a", Channel: "x", Value: json.RawMessage(`5`)}}))
+		require.NoError(t, b.rs.FinishRun(ctx, &driver.RunFinish{RunID: "r0", Owner: "w", Status: graphserver.RunInterrupted, Now: at(2)}))
+		want, err := b.st.GetCheckpoint(ctx, "t1", "", "")
+		require.NoError(t, err)
+
+		// r1, claimed: c1 with its pending writes, as GetCheckpoint reads it.
+		created, err = b.rs.CreateRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), preload)
+		require.NoError(t, err)
+		require.True(t, created.Claimed && created.Preloaded)
+		require.Equal(t, want, created.Checkpoint)
+		// r1 writes c2 and is given back to the queue (a server closing):
+		// pending, with a checkpoint of its own.
+		require.NoError(t, b.rs.PutRunCheckpoint(ctx, "r1", "w", &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c2", ParentCheckpointID: "c1",
+			RunID: "r1", CreatedAt: at(3), ChannelVersions: map[string]string{"x": "2"}, NewBlobs: []driver.ChannelBlob{blob("x", "2", "", `2`)}}))
+		require.NoError(t, b.rs.ReleaseRun(ctx, "r1", "w", at(4)))
+
+		// Enqueued behind r1: neither claimed nor preloaded.
+		created, err = b.rs.CreateRun(ctx, newRun(runOpts{ID: "r2", ThreadID: "t1"}), preload)
+		require.NoError(t, err)
+		require.False(t, created.Claimed || created.Preloaded)
+		require.Nil(t, created.Checkpoint)
+		// Rolling back r1 and r2 deletes c2 with r1 in the transaction
+		// that claims r3: r3 starts from c1, not from c2.
+		created, err = b.rs.CreateRun(ctx, newRun(runOpts{ID: "r3", ThreadID: "t1", Strategy: graphserver.MultitaskRollback}), preload)
+		require.NoError(t, err)
+		require.True(t, created.Claimed && created.Preloaded)
+		require.Len(t, created.Cancelled, 2)
+		require.NotNil(t, created.Checkpoint)
+		require.Equal(t, "c1", created.Checkpoint.CheckpointID, "not the checkpoint of the run rolled back")
+		requireValues(t, map[string]string{"x": `1`}, created.Checkpoint.Values)
+		require.Equal(t, want.PendingWrites, created.Checkpoint.PendingWrites)
+
+		// Claimed without Preload: nothing read.
+		createThread(t, b.st, threadOpts{ID: "t2"})
+		created, err = b.rs.CreateRun(ctx, newRun(runOpts{ID: "r4", ThreadID: "t2"}), &driver.RunInsert{Owner: "w", LeaseUntil: at(30)})
+		require.NoError(t, err)
+		require.True(t, created.Claimed)
+		require.False(t, created.Preloaded)
+	})
+
 	t.Run("ClaimOrder", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

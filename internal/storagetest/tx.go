@@ -407,6 +407,66 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		requireCode(t, err, graphserver.ENOTFOUND)
 	})
 
+	// Tx.GetCheckpoint reads as Checkpointer.GetCheckpoint does, with the
+	// transaction's own writes: what a run's creation preloads
+	// (RunInsert.Preload).
+	t.Run("GetCheckpoint", func(t *testing.T) {
+		t.Parallel()
+		st := setup(t)
+		ctx := t.Context()
+		require.NoError(t, st.PutCheckpoint(ctx, &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c1", CreatedAt: at(1),
+			Metadata: graphserver.Object{"step": float64(1)}, ChannelVersions: map[string]string{"m": "1", "k": "1"},
+			NewBlobs: []driver.ChannelBlob{blob("m", "1", "", `["a"]`), blob("k", "1", "", `"kept"`)}, Body: json.RawMessage(`{"b":1}`)}))
+		require.NoError(t, st.PutCheckpoint(ctx, &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: "c2", ParentCheckpointID: "c1",
+			CreatedAt: at(2), ChannelVersions: map[string]string{"m": "2", "k": "1"},
+			NewBlobs: []driver.ChannelBlob{blob("m", "2", "1", `["b"]`)}, Body: json.RawMessage(`{}`)}))
+		require.NoError(t, st.PutWrites(ctx, "t1", "", "c2", "task", []driver.PendingWrite{{TaskID: "task", Idx: 0, Channel: "m", Value: json.RawMessage(`"c"`)}}))
+		require.NoError(t, st.PutCheckpoint(ctx, &driver.CheckpointRecord{ThreadID: "t1", NS: "sub:1", CheckpointID: "s1",
+			CreatedAt: at(3), ChannelVersions: map[string]string{}}))
+		want, err := st.GetCheckpoint(ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c2", want.CheckpointID)
+		requireValues(t, map[string]string{"m": `["a","b"]`, "k": `"kept"`}, want.Values)
+		require.Len(t, want.PendingWrites, 1)
+
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			got, err := tx.GetCheckpoint(ctx, "t1", "", "")
+			require.NoError(t, err)
+			require.Equal(t, want, got, "the latest root checkpoint, as the Checkpointer reads it")
+			got, err = tx.GetCheckpoint(ctx, "t1", "", "c1")
+			require.NoError(t, err)
+			require.Equal(t, "c1", got.CheckpointID)
+			require.Empty(t, got.PendingWrites)
+			got, err = tx.GetCheckpoint(ctx, "t1", "sub:1", "")
+			require.NoError(t, err)
+			require.Equal(t, "s1", got.CheckpointID)
+			for _, c := range [][3]string{{"t1", "", "c9"}, {"t1", "sub:2", ""}, {"missing", "", ""}} {
+				_, err = tx.GetCheckpoint(ctx, c[0], c[1], c[2])
+				requireCode(t, err, graphserver.ENOTFOUND)
+			}
+			return nil
+		})
+
+		// It sees what the transaction wrote before it, which goes if the
+		// transaction fails.
+		boom := errors.New("boom")
+		err = st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+			if err := tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{{ThreadID: "t1", CheckpointID: "c3", ParentCheckpointID: "c2",
+				CreatedAt: at(4), ChannelVersions: map[string]string{"m": "3", "k": "1"}, NewBlobs: []driver.ChannelBlob{blob("m", "3", "2", `["d"]`)}}}); err != nil {
+				return err
+			}
+			got, err := tx.GetCheckpoint(ctx, "t1", "", "")
+			require.NoError(t, err)
+			require.Equal(t, "c3", got.CheckpointID)
+			requireValues(t, map[string]string{"m": `["a","b","d"]`, "k": `"kept"`}, got.Values)
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		got, err := st.GetCheckpoint(ctx, "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c2", got.CheckpointID)
+	})
+
 	t.Run("EndHeldRun", func(t *testing.T) {
 		// Tx.EndHeldRun: HeldRun then SetRunStatus, ENOTFOUND changing
 		// nothing when the run is not held.
