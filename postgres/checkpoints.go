@@ -79,9 +79,17 @@ type checkpointRow struct {
 	Metadata           string    `db:"metadata"`
 	Channels           string    `db:"channels"`
 	Body               string    `db:"body"`
+	HasWrites          bool      `db:"has_writes"`
 }
 
 const checkpointColumns = `checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, created_at, metadata, channels, body`
+
+// checkpointSelect selects the checkpoint rows of checkpointRow, with
+// whether each has pending writes: most have none, and their read is then
+// spared a round trip (loadCheckpoint).
+const checkpointSelect = `SELECT ` + checkpointColumns + `, EXISTS (SELECT 1 FROM checkpoint_writes AS w
+		WHERE w.thread_id = checkpoints.thread_id AND w.checkpoint_ns = checkpoints.checkpoint_ns
+			AND w.checkpoint_id = checkpoints.checkpoint_id) AS has_writes FROM checkpoints`
 
 // PutCheckpoint implements driver.Checkpointer. The checkpoint row is
 // inserted, or replaced when one with the same thread, namespace and id
@@ -497,10 +505,10 @@ func getCheckpoint(ctx context.Context, q querier, threadID, ns, cpID string) (*
 	var r checkpointRow
 	var err error
 	if cpID == "" {
-		r, err = getRow[checkpointRow](ctx, q, `SELECT `+checkpointColumns+` FROM checkpoints
+		r, err = getRow[checkpointRow](ctx, q, checkpointSelect+`
 			WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`, threadID, ns)
 	} else {
-		r, err = getRow[checkpointRow](ctx, q, `SELECT `+checkpointColumns+` FROM checkpoints
+		r, err = getRow[checkpointRow](ctx, q, checkpointSelect+`
 			WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`, threadID, ns, cpID)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -533,6 +541,10 @@ func loadCheckpoint(ctx context.Context, q querier, threadID string, r *checkpoi
 	}
 	if cp.Values, err = loadValues(ctx, q, threadID, locs); err != nil {
 		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
+	}
+	cp.PendingWrites = []driver.PendingWrite{}
+	if !r.HasWrites {
+		return cp, nil
 	}
 	if cp.PendingWrites, err = loadWrites(ctx, q, threadID, r.NS, cp.CheckpointID); err != nil {
 		return nil, err
@@ -683,7 +695,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts driver.
 		return nil, err
 	}
 	lim, largs := limitOffset(opts.Limit, 0, false)
-	rows, err := selectRows[checkpointRow](ctx, db.pool, `SELECT `+checkpointColumns+` FROM checkpoints`+w.String()+
+	rows, err := selectRows[checkpointRow](ctx, db.pool, checkpointSelect+w.String()+
 		` ORDER BY checkpoint_id DESC`+lim, append(w.args, largs...)...)
 	if err != nil {
 		return nil, translate(fmt.Errorf("list checkpoints: %w", err))
