@@ -35,12 +35,16 @@ func Object(o map[string]any) (string, error) {
 }
 
 // DecodeObject reads a JSON object column; "", "null" and "{}" give an
-// empty object.
+// empty object. The result is json.Unmarshal's, without its reflection for
+// the objects the drivers store (see decodeObjectFast).
 func DecodeObject(s string) (graphserver.Object, error) {
-	o := graphserver.Object{}
 	if s == "" || s == "null" || s == "{}" {
-		return o, nil
+		return graphserver.Object{}, nil
 	}
+	if m, ok := decodeObjectFast(s); ok {
+		return m, nil
+	}
+	o := graphserver.Object{}
 	if err := json.Unmarshal([]byte(s), &o); err != nil {
 		return nil, fmt.Errorf("decode stored object: %w", err)
 	}
