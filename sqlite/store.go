@@ -173,7 +173,9 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 // GetItem implements driver.ItemStorage.
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	nowS := formatTime(now)
-	var r itemRow
+	// The row has the namespace and key asked for (compared as bytes): they
+	// are not read back.
+	r := itemRow{Namespace: strings.Join(namespace, "."), Key: key}
 	// One statement: no read transaction around it (its BEGIN and COMMIT
 	// would cost as much as the query). Its context cannot be cancelled (a
 	// cancellable one costs database/sql a goroutine per query, more than
@@ -183,9 +185,9 @@ func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now t
 	if err != nil {
 		return nil, err
 	}
-	err = db.reader.QueryRowContext(qctx, `SELECT `+itemColumns+` FROM store_items
-WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, strings.Join(namespace, "."), key, nowS).
-		Scan(r.dest()...)
+	err = db.reader.QueryRowContext(qctx, `SELECT id, value, created_at, updated_at, ttl_minutes FROM store_items
+WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, r.Namespace, key, nowS).
+		Scan(&r.ID, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes)
 	if err != nil {
 		return nil, translate(err)
 	}
