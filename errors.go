@@ -36,10 +36,11 @@ func Errorf(code, format string, args ...any) *Error {
 // ErrorCode returns the code of the *Error found in err's chain, EINTERNAL for
 // any other non-nil error, and "" for nil.
 func ErrorCode(err error) string {
-	var e *Error
 	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
+		return "" // before e, which errors.As moves to the heap
+	}
+	var e *Error
+	if errors.As(err, &e) {
 		return e.Code
 	}
 	return EINTERNAL
@@ -48,10 +49,11 @@ func ErrorCode(err error) string {
 // ErrorMessage returns the user-facing message of the *Error found in err's
 // chain, "Internal error." for any other non-nil error, and "" for nil.
 func ErrorMessage(err error) string {
-	var e *Error
 	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
+		return "" // before e, which errors.As moves to the heap
+	}
+	var e *Error
+	if errors.As(err, &e) {
 		return e.Message
 	}
 	return "Internal error."

@@ -291,7 +291,7 @@ func (s *Server) GetItem(ctx context.Context, namespace []string, key string, re
 		return nil, err
 	}
 	refresh := refreshTTL == nil || *refreshTTL
-	f, err := s.storeAuth(ctx, "get", &StoreRequest{Namespace: slices.Clone(namespace), Key: key})
+	f, err := s.storeKeyAuth(ctx, "get", namespace, key)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (s *Server) DeleteItem(ctx context.Context, namespace []string, key string)
 	} else if key == "" {
 		return Errorf(EINVALID, "key is required")
 	}
-	f, err := s.storeAuth(ctx, "delete", &StoreRequest{Namespace: slices.Clone(namespace), Key: key})
+	f, err := s.storeKeyAuth(ctx, "delete", namespace, key)
 	if err != nil {
 		return err
 	}
@@ -526,6 +526,15 @@ func (s *Server) namespacesOfMatchingItems(ctx context.Context, prefix, labels [
 // other keys are value fields.
 func (s *Server) storeAuth(ctx context.Context, action string, value *StoreRequest) (Filter, error) {
 	return s.authFilter(ctx, "store", action, value)
+}
+
+// storeKeyAuth is storeAuth for an action on the item at namespace and key
+// (get, delete); without an Auth it builds no request.
+func (s *Server) storeKeyAuth(ctx context.Context, action string, namespace []string, key string) (Filter, error) {
+	if s.auth == nil {
+		return nil, nil
+	}
+	return s.storeAuth(ctx, action, &StoreRequest{Namespace: slices.Clone(namespace), Key: key})
 }
 
 // keysOnly returns the conditions of f on "namespace" and "key", the ones
