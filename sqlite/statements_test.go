@@ -102,3 +102,50 @@ func TestStatementsPerRun(t *testing.T) {
 		}
 	}
 }
+
+// TestStatementsPerGetItem counts the statements of a store item read with
+// refresh_ttl (the default of GET /store/items): one SELECT, outside any
+// transaction, for an item without a TTL (the load test's), which nothing
+// refreshes; the SELECT then a committed UPDATE of its expiry, before the
+// read returns, for an item with one. Not parallel: the statement tracer
+// sees every DB of the package.
+func TestStatementsPerGetItem(t *testing.T) {
+	db, err := sqlite.OpenWith(filepath.Join(t.TempDir(), "gs.db"), sqlite.OpenOptions{Exclusive: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	ns := []string{"loadtest", "get"}
+	ttl := 5.0
+	require.NoError(t, srv.PutItem(t.Context(), graphserver.ItemPut{Namespace: ns, Key: "plain", Value: graphserver.Object{"n": 1.0}}))
+	require.NoError(t, srv.PutItem(t.Context(), graphserver.ItemPut{Namespace: ns, Key: "ttl", Value: graphserver.Object{"n": 2.0}, TTL: &ttl}))
+
+	var mu sync.Mutex
+	var seq []string
+	stop := sqlite.TraceStatements(func(q string) {
+		f := strings.Fields(q)
+		mu.Lock()
+		defer mu.Unlock()
+		seq = append(seq, strings.Join(f[:min(len(f), 3)], " "))
+	})
+	defer stop()
+	get := func(key string) []string {
+		mu.Lock()
+		seq = nil
+		mu.Unlock()
+		it, err := srv.GetItem(t.Context(), ns, key, nil)
+		require.NoError(t, err)
+		require.NotNil(t, it)
+		require.Equal(t, ns, it.Namespace)
+		require.Equal(t, key, it.Key)
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seq)
+	}
+	require.Equal(t, []string{"SELECT id, value,"}, get("plain"), "no TTL: one read, nothing written")
+	s := get("ttl")
+	require.Equal(t, "SELECT id, value,", s[0])
+	update := slices.Index(s, "UPDATE store_items SET")
+	require.Positive(t, update, "TTL: its expiry is refreshed: %q", s)
+	require.Contains(t, s[update:], "COMMIT", "and committed before the read returns: %q", s)
+}
