@@ -51,7 +51,7 @@ func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, 
 	w.WriteHeader(status)
 	b = append(b, '\n')
 	if _, err := w.Write(b); err != nil {
-		h.logger.DebugContext(r.Context(), "write response", slog.String("request_id", requestID(r.Context())), slog.Any("err", err))
+		h.logger.DebugContext(r.Context(), "write response", slog.String("request_id", requestID(w)), slog.Any("err", err))
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	if code == graphserver.EINTERNAL {
 		h.logger.ErrorContext(r.Context(), "internal error",
-			slog.String("request_id", requestID(r.Context())),
+			slog.String("request_id", requestID(w)),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Any("err", err))
 	}

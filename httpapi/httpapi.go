@@ -131,8 +131,8 @@ type handler struct {
 }
 
 // New returns an http.Handler serving srv's API. It is safe for concurrent
-// use; srv must outlive it. Middleware, outermost first: request id and
-// logging, panic recovery, CORS.
+// use; srv must outlive it. Middleware, outermost first: request id,
+// logging and panic recovery, CORS.
 func New(srv *graphserver.Server, opts Options) http.Handler {
 	opts = opts.withDefaults(srv)
 	h := &handler{srv: srv, opts: opts, logger: opts.Logger}
@@ -153,7 +153,6 @@ func New(srv *graphserver.Server, opts Options) http.Handler {
 	}
 	var next http.Handler = h.unmatched(mux)
 	next = h.cors(next)
-	next = h.recoverPanics(next)
 	next = h.instrument(next)
 	return next
 }
@@ -172,7 +171,7 @@ func (h *handler) adapt(pattern string, fn handlerFunc) http.Handler {
 	params := pathParams(pattern)
 	public := publicRoutes[pattern] || !h.srv.AuthEnabled()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		setRoute(r, pattern)
+		setRoute(w, pattern)
 		if !public {
 			var err error
 			if r, err = h.authenticate(r, params); err != nil {

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"cmp"
-	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,41 +14,17 @@ import (
 	"github.com/google/uuid"
 )
 
-// requestKey is the context key of a request's *requestInfo.
-type requestKey struct{}
-
-// requestInfo is what the instrument middleware learns about a request: its
-// id, and the route pattern that served it (set by the route adapter, so
-// that it survives middleware that replaces the request).
-type requestInfo struct {
-	id    string
-	route string // path pattern, e.g. /threads/{thread_id}; "" if no route matched
-}
-
-// requestID returns the request id instrument put in ctx, or "".
-func requestID(ctx context.Context) string {
-	if info, ok := ctx.Value(requestKey{}).(*requestInfo); ok {
-		return info.id
-	}
-	return ""
-}
-
-// setRoute records the route pattern (method and path) serving the request.
-func setRoute(r *http.Request, pattern string) {
-	if info, ok := r.Context().Value(requestKey{}).(*requestInfo); ok {
-		_, info.route, _ = strings.Cut(pattern, " ")
-	}
-}
-
-// preflightRoute is the route logs and metrics give CORS preflights, which
-// the cors middleware answers before any route.
-const preflightRoute = "OPTIONS (preflight)"
-
-// statusWriter records the status a handler writes. Unwrap lets
+// statusWriter is the ResponseWriter instrument hands down the chain: it
+// records the status the handler writes and carries what instrument knows
+// of the request, its id and the route pattern that served it (set by the
+// route adapter). It is found from any writer wrapping it (Unwrap), so the
+// request needs no context of its own for it. Unwrap also lets
 // http.ResponseController reach the underlying writer (to flush streams).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	id     string // request id (X-Request-Id)
+	route  string // path pattern, e.g. /threads/{thread_id}; "" if no route matched
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -67,6 +43,42 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// requestWriter returns the statusWriter of instrument that w is or wraps,
+// or nil.
+func requestWriter(w http.ResponseWriter) *statusWriter {
+	for {
+		switch x := w.(type) {
+		case *statusWriter:
+			return x
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// requestID returns the id instrument gave the request answered through w,
+// or "".
+func requestID(w http.ResponseWriter) string {
+	if sw := requestWriter(w); sw != nil {
+		return sw.id
+	}
+	return ""
+}
+
+// setRoute records the route pattern (method and path) serving the request
+// answered through w.
+func setRoute(w http.ResponseWriter, pattern string) {
+	if sw := requestWriter(w); sw != nil {
+		_, sw.route, _ = strings.Cut(pattern, " ")
+	}
+}
+
+// preflightRoute is the route logs and metrics give CORS preflights, which
+// the cors middleware answers before any route.
+const preflightRoute = "OPTIONS (preflight)"
+
 // maxRequestIDLen bounds a client's X-Request-Id; a longer one is replaced.
 const maxRequestIDLen = 200
 
@@ -84,71 +96,76 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// newRequestID returns a random (version 4) UUID, as uuid.NewString does
+// without its copy of the random bytes to the heap.
+func newRequestID() string {
+	var u uuid.UUID
+	_, _ = rand.Read(u[:])      // crypto/rand.Read never fails
+	u[6] = (u[6] & 0x0f) | 0x40 // version 4
+	u[8] = (u[8] & 0x3f) | 0x80 // variant 10
+	return u.String()
+}
+
 // quietRoutes are logged at debug level rather than info: health checks and
 // scrapes that would drown the other lines.
 var quietRoutes = map[string]bool{"GET /ok": true, "GET /metrics": true}
 
 // instrument gives every request an id (the client's X-Request-Id when it
-// is valid, else a new UUID), echoes it in the X-Request-Id response
-// header, puts it in the request context, and when the request is done logs
-// one line ("request": method, route, path, status, duration, request_id)
-// at info level (debug for quietRoutes).
+// is valid, else a new UUID) and echoes it in the X-Request-Id response
+// header. It turns a panicking handler into a 500 {"detail": ...} (if the
+// response has not started yet) and logs the panic with its stack and the
+// request id; http.ErrAbortHandler is re-raised, as net/http expects. When
+// the request is done it logs one line ("request": method, route, path,
+// status, duration, request_id) at info level (debug for quietRoutes).
 func (h *handler) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
-			id = uuid.NewString()
+			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		info := &requestInfo{id: id}
-		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, info))
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, id: id}
 		start := time.Now()
 		defer func() {
-			status := cmp.Or(sw.status, http.StatusOK) // net/http answers 200 when nothing was written
-			took := time.Since(start)
-			h.metrics.observeRequest(r.Method, info.route, status, took)
-			level := slog.LevelInfo
-			if quietRoutes[r.Method+" "+info.route] {
-				level = slog.LevelDebug
-			}
-			h.logger.LogAttrs(r.Context(), level, "request",
-				slog.String("method", r.Method), slog.String("route", info.route),
-				slog.String("path", r.URL.Path), slog.Int("status", status),
-				slog.Duration("duration", took), slog.String("request_id", id))
-		}()
-		next.ServeHTTP(sw, r)
-	})
-}
-
-// recoverPanics turns a panicking handler into a 500 {"detail": ...} (if the
-// response has not started yet) and logs the panic with its stack and the
-// request id. http.ErrAbortHandler is re-raised, as net/http expects.
-func (h *handler) recoverPanics(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() {
 			v := recover()
-			if v == nil {
-				return
+			if v != nil && v != http.ErrAbortHandler {
+				h.logPanic(sw, r, v)
+				if sw.status == 0 {
+					writeDetail(sw, http.StatusInternalServerError, "Internal error.")
+				}
 			}
+			h.logRequest(sw, r, time.Since(start))
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			h.logPanic(r, v)
-			if sw.status == 0 {
-				writeDetail(w, http.StatusInternalServerError, "Internal error.")
-			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-// logPanic logs a panic recovered while serving r, with its stack and the
-// request id.
-func (h *handler) logPanic(r *http.Request, v any) {
+// logRequest records a request that took took: its metrics, and its log
+// line when the logger keeps it.
+func (h *handler) logRequest(sw *statusWriter, r *http.Request, took time.Duration) {
+	status := cmp.Or(sw.status, http.StatusOK) // net/http answers 200 when nothing was written
+	h.metrics.observeRequest(r.Method, sw.route, status, took)
+	level := slog.LevelInfo
+	if quietRoutes[r.Method+" "+sw.route] {
+		level = slog.LevelDebug
+	}
+	if !h.logger.Enabled(r.Context(), level) {
+		return
+	}
+	h.logger.LogAttrs(r.Context(), level, "request",
+		slog.String("method", r.Method), slog.String("route", sw.route),
+		slog.String("path", r.URL.Path), slog.Int("status", status),
+		slog.Duration("duration", took), slog.String("request_id", sw.id))
+}
+
+// logPanic logs a panic recovered while serving r (answered through w),
+// with its stack and the request id.
+func (h *handler) logPanic(w http.ResponseWriter, r *http.Request, v any) {
 	h.logger.ErrorContext(r.Context(), "panic serving request",
-		slog.String("request_id", requestID(r.Context())),
+		slog.String("request_id", requestID(w)),
 		slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
 }
@@ -175,7 +192,7 @@ func (h *handler) cors(next http.Handler) http.Handler {
 			hd.Add("Vary", "Origin")
 		}
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			setRoute(r, preflightRoute)
+			setRoute(w, preflightRoute)
 			hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
 			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
 				hd.Set("Access-Control-Allow-Headers", req)

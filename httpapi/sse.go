@@ -129,7 +129,7 @@ func (h *handler) writeSSE(w http.ResponseWriter, r *http.Request, events func(c
 		// of taking the process down.
 		defer func() {
 			if v := recover(); v != nil {
-				h.logPanic(r, v)
+				h.logPanic(w, r, v)
 				select {
 				case items <- item{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}:
 				case <-ctx.Done():
@@ -219,7 +219,7 @@ func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(co
 	wg.Go(func() {
 		defer func() {
 			if v := recover(); v != nil {
-				h.logPanic(r, v)
+				h.logPanic(w, r, v)
 				done <- result{err: graphserver.Errorf(graphserver.EINTERNAL, "Internal error.")}
 			}
 		}()
@@ -236,7 +236,7 @@ func (h *handler) writeWait(w http.ResponseWriter, r *http.Request, wait func(co
 				if r.Context().Err() != nil {
 					return
 				}
-				h.logger.WarnContext(r.Context(), "wait for run", slog.String("request_id", requestID(r.Context())), slog.Any("err", res.err))
+				h.logger.WarnContext(r.Context(), "wait for run", slog.String("request_id", requestID(w)), slog.Any("err", res.err))
 				out = errorOutput(res.err)
 			}
 			if len(out) == 0 {

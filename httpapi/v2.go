@@ -30,12 +30,13 @@ type commandMeta struct {
 	AppliedThroughSeq int64 `json:"applied_through_seq"`
 }
 
-// runCommand executes one command and makes its reply.
-func (h *handler) runCommand(ctx context.Context, threadID string, cmd graphserver.ThreadCommand) commandReply {
+// runCommand executes one command and makes its reply; requestID is the
+// id of the request (or WebSocket) that sent it, for the log.
+func (h *handler) runCommand(ctx context.Context, requestID, threadID string, cmd graphserver.ThreadCommand) commandReply {
 	res, err := h.srv.ThreadCommand(ctx, threadID, cmd)
 	if err != nil {
 		if graphserver.ErrorCode(err) == graphserver.EINTERNAL {
-			h.logger.ErrorContext(ctx, "internal error", slog.String("request_id", requestID(ctx)), slog.String("command", cmd.Method), slog.Any("err", err))
+			h.logger.ErrorContext(ctx, "internal error", slog.String("request_id", requestID), slog.String("command", cmd.Method), slog.Any("err", err))
 		}
 		msg := graphserver.ErrorMessage(err)
 		status := ErrorStatusCode(graphserver.ErrorCode(err))
@@ -70,7 +71,7 @@ func (h *handler) threadCommand(w http.ResponseWriter, r *http.Request) error {
 	if cmd.Method == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A command needs a method.")
 	}
-	rep := h.runCommand(r.Context(), r.PathValue("thread_id"), cmd)
+	rep := h.runCommand(r.Context(), requestID(w), r.PathValue("thread_id"), cmd)
 	return h.writeJSON(w, r, rep.status, rep)
 }
 

@@ -55,7 +55,7 @@ func (h *handler) threadEventsSocket(w http.ResponseWriter, r *http.Request) err
 		limit = 1 << 20
 	}
 	conn.SetReadLimit(limit)
-	ws := &wsSession{h: h, conn: conn, threadID: threadID, subs: map[string]context.CancelFunc{}, sent: newSentSet(wsSentMemory)}
+	ws := &wsSession{h: h, conn: conn, requestID: requestID(w), threadID: threadID, subs: map[string]context.CancelFunc{}, sent: newSentSet(wsSentMemory)}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer func() {
 		cancel()
@@ -82,10 +82,11 @@ func (h *handler) threadEventsSocket(w http.ResponseWriter, r *http.Request) err
 
 // wsSession is one protocol-v2 WebSocket.
 type wsSession struct {
-	h        *handler
-	conn     *websocket.Conn
-	threadID string
-	wg       sync.WaitGroup
+	h         *handler
+	conn      *websocket.Conn
+	requestID string // of the upgraded request, for the log
+	threadID  string
+	wg        sync.WaitGroup
 
 	mu   sync.Mutex
 	subs map[string]context.CancelFunc // subscription id -> stop
@@ -132,7 +133,7 @@ func (ws *wsSession) command(ctx context.Context, cmd graphserver.ThreadCommand)
 	case graphserver.CommandSubscriptionReconnect:
 		return ws.reconnect(ctx, cmd)
 	}
-	return ws.h.runCommand(ctx, ws.threadID, cmd)
+	return ws.h.runCommand(ctx, ws.requestID, ws.threadID, cmd)
 }
 
 // start subscribes the socket to the thread's events matching req under
