@@ -181,11 +181,12 @@ func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now t
 	// cancellable one costs database/sql a goroutine per query, more than
 	// this lookup): a done ctx fails the read before it starts, and waiting
 	// for a connection is short, each read holding one for microseconds.
-	qctx, err := uncancellable(ctx)
-	if err != nil {
+	// Background rather than uncancellable(ctx): the driver reads no value
+	// of ctx, and asking ctx for its Done channel would make one.
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	err = db.reader.QueryRowContext(qctx, `SELECT id, value, created_at, updated_at, ttl_minutes FROM store_items
+	err := db.reader.QueryRowContext(context.Background(), `SELECT id, value, created_at, updated_at, ttl_minutes FROM store_items
 WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, r.Namespace, key, nowS).
 		Scan(&r.ID, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes)
 	if err != nil {
