@@ -24,7 +24,8 @@
 // Processes on one machine may share the file. A program that is the only
 // one to open it can say so (OpenOptions.Exclusive): its transactions then
 // lock in memory rather than through system calls, which makes short reads
-// about twice as fast.
+// about twice as fast, and the assistants and store items it read are kept
+// in memory until they change.
 //
 // Storage conventions (see migrations/0001_core.sql): timestamps are TEXT in
 // UTC with fixed microsecond precision (2006-01-02T15:04:05.000000Z), so they
@@ -94,6 +95,8 @@ type DB struct {
 
 	assistants   assistantCache // decoded assistants, see GetAssistant
 	assistantGen *atomic.Int64  // the file's, see assistantGens
+	items        itemCache      // store item rows, see GetItem
+	itemGen      *atomic.Int64  // the file's, see itemGens
 	exclusive    bool           // OpenOptions.Exclusive
 	holder       *holderLock    // this DB's lease holder id and lock (holder.go)
 
@@ -126,7 +129,9 @@ type OpenOptions struct {
 	// shares it; another process's Open fails with EUNAVAILABLE until this
 	// one closes it or exits. Every change to the file is then made in
 	// this process, so GetAssistant (a run's creation) returns a cached
-	// assistant without reading the change counter. By default (false)
+	// assistant without reading the change counter, and GetItem returns a
+	// store item read before while no item has been written since (up to
+	// 4,096 items, 8 MiB of values). By default (false)
 	// processes on one machine may share the file, as the lease holders of
 	// RecoverRuns expect.
 	Exclusive bool
@@ -229,6 +234,12 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.assistantsChanged() // the migrations may have
+	if db.itemGen, err = itemGenOf(path); err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.itemsChanged()
 	if db.holder, err = acquireHolder(path); err != nil {
 		reader.Close()
 		writer.Close()

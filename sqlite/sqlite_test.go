@@ -188,6 +188,80 @@ func TestAssistantChangesAcrossHandles(t *testing.T) {
 	}
 }
 
+// TestItemChangesAcrossHandles reads store items through one DB while
+// another DB of the process, open on the same file, writes them: every
+// read sees the last write (Exclusive DBs keep the items they read,
+// itemCache), and a kept item still expires on the reader's clock.
+func TestItemChangesAcrossHandles(t *testing.T) {
+	t.Parallel()
+	for _, exclusive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Exclusive=%v", exclusive), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gs.db")
+			a, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: exclusive})
+			require.NoError(t, err)
+			defer a.Close()
+			other := path
+			if exclusive {
+				other = filepath.Join(dir, "link.db")
+				require.NoError(t, os.Symlink(path, other))
+			}
+			b, err := sqlite.OpenWith(other, sqlite.OpenOptions{Exclusive: exclusive})
+			require.NoError(t, err)
+			defer b.Close()
+			ctx := t.Context()
+			ns := []string{"users", "u1"}
+			t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+			put := func(db *sqlite.DB, key string, v float64, ttl time.Duration) {
+				t.Helper()
+				require.NoError(t, db.PutItem(ctx, &driver.ItemWrite{Namespace: ns, Key: key, Value: graphserver.Object{"v": v}, Now: t0, TTL: ttl}))
+			}
+			get := func(key string, at time.Time, refresh bool) graphserver.Object {
+				t.Helper()
+				it, err := a.GetItem(ctx, ns, key, at, refresh)
+				if graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+					return nil
+				}
+				require.NoError(t, err)
+				require.Equal(t, ns, it.Namespace)
+				require.Equal(t, key, it.Key)
+				return it.Value
+			}
+
+			put(a, "k", 1, 0)
+			for range 2 {
+				require.Equal(t, graphserver.Object{"v": 1.0}, get("k", t0, true))
+			}
+			got := get("k", t0, true)
+			got["v"] = "changed by the caller"
+			require.Equal(t, graphserver.Object{"v": 1.0}, get("k", t0, true), "callers get values of their own")
+			put(b, "k", 2, 0)
+			require.Equal(t, graphserver.Object{"v": 2.0}, get("k", t0, true))
+			require.NoError(t, b.DeleteItem(ctx, ns, "k"))
+			require.Nil(t, get("k", t0, true))
+			put(b, "k", 3, 0)
+			require.Equal(t, graphserver.Object{"v": 3.0}, get("k", t0, true))
+			require.NoError(t, b.Truncate(ctx, driver.TruncateOptions{Store: true}))
+			require.Nil(t, get("k", t0, true))
+
+			// A TTL of 10 minutes: read without refreshing (nothing
+			// written), the item is there until it expires.
+			put(b, "short", 4, 10*time.Minute)
+			require.Equal(t, graphserver.Object{"v": 4.0}, get("short", t0.Add(9*time.Minute), false))
+			require.Nil(t, get("short", t0.Add(10*time.Minute), false))
+			// Refreshed by b at 9 minutes: a sees the new expiry.
+			_, err = b.GetItem(ctx, ns, "short", t0.Add(9*time.Minute), true)
+			require.NoError(t, err)
+			require.Equal(t, graphserver.Object{"v": 4.0}, get("short", t0.Add(18*time.Minute), false))
+			n, err := b.DeleteExpiredItems(ctx, t0.Add(20*time.Minute))
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.Nil(t, get("short", t0.Add(18*time.Minute), false), "deleted")
+		})
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func migrationRows(t *testing.T, db *sqlite.DB) []string {

@@ -29,14 +29,10 @@ type itemRow struct {
 	CreatedAt  string          `db:"created_at"`
 	UpdatedAt  string          `db:"updated_at"`
 	TTLMinutes sql.NullFloat64 `db:"ttl_minutes"`
+	ExpiresAt  sql.NullString  `db:"expires_at"` // read by GetItem only
 }
 
 const itemColumns = `id, namespace, key, value, created_at, updated_at, ttl_minutes`
-
-// dest is where Scan puts the itemColumns of a row.
-func (r *itemRow) dest() []any {
-	return []any{&r.ID, &r.Namespace, &r.Key, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes}
-}
 
 // item converts a row into a SearchItem (Score nil).
 func (r *itemRow) item() (graphserver.SearchItem, error) {
@@ -69,6 +65,7 @@ func expiresAfter(t time.Time, minutes float64) string {
 
 // PutItem implements driver.ItemStorage.
 func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
+	defer db.itemsChanged()
 	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
@@ -170,30 +167,51 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 	return err
 }
 
-// GetItem implements driver.ItemStorage.
+// GetItem implements driver.ItemStorage. On a file this process has to
+// itself (OpenOptions.Exclusive), an item read before is returned from
+// memory while store_items has not changed since (itemCache).
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
-	nowS := formatTime(now)
-	// The row has the namespace and key asked for (compared as bytes): they
-	// are not read back.
-	r := itemRow{Namespace: strings.Join(namespace, "."), Key: key}
-	// One statement: no read transaction around it (its BEGIN and COMMIT
-	// would cost as much as the query). Its context cannot be cancelled (a
-	// cancellable one costs database/sql a goroutine per query, more than
-	// this lookup): a done ctx fails the read before it starts, and waiting
-	// for a connection is short, each read holding one for microseconds.
-	// Background rather than uncancellable(ctx): the driver reads no value
-	// of ctx, and asking ctx for its Done channel would make one.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	err := db.reader.QueryRowContext(context.Background(), `SELECT id, value, created_at, updated_at, ttl_minutes FROM store_items
-WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, r.Namespace, key, nowS).
-		Scan(&r.ID, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes)
-	if err != nil {
-		return nil, translate(err)
+	nowS := formatTime(now)
+	k := itemKey{strings.Join(namespace, "."), key}
+	var r *itemRow
+	var gen int64
+	if db.exclusive {
+		// The generation before the read: a write committed meanwhile
+		// moves it past the entry.
+		gen = db.itemGen.Load()
+		r = db.items.get(k, gen)
+	}
+	if r == nil {
+		// The row has the namespace and key asked for (compared as
+		// bytes): they are not read back. An expired row is read too (and
+		// cached: it is refused below, as it would be at a later clock).
+		r = &itemRow{Namespace: k.namespace, Key: key}
+		// One statement: no read transaction around it (its BEGIN and
+		// COMMIT would cost as much as the query). Its context cannot be
+		// cancelled (a cancellable one costs database/sql a goroutine per
+		// query, more than this lookup): a done ctx fails the read before
+		// it starts (above), and waiting for a connection is short, each
+		// read holding one for microseconds. Background rather than
+		// uncancellable(ctx): the driver reads no value of ctx, and asking
+		// ctx for its Done channel would make one.
+		err := db.reader.QueryRowContext(context.Background(), `SELECT id, value, created_at, updated_at, ttl_minutes, expires_at
+FROM store_items WHERE namespace = ? AND key = ?`, k.namespace, key).
+			Scan(&r.ID, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTLMinutes, &r.ExpiresAt)
+		if err != nil {
+			return nil, translate(err)
+		}
+		if db.exclusive {
+			db.items.put(k, r, gen)
+		}
+	}
+	if r.ExpiresAt.Valid && r.ExpiresAt.String <= nowS { // timestamps sort as strings
+		return nil, translate(sql.ErrNoRows)
 	}
 	if refresh && r.TTLMinutes.Valid {
-		if err := db.refreshItems(ctx, []itemRow{r}, now); err != nil {
+		if err := db.refreshItems(ctx, []itemRow{*r}, now); err != nil {
 			return nil, err
 		}
 	}
@@ -210,6 +228,7 @@ func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) e
 	if !slices.ContainsFunc(rows, func(r itemRow) bool { return r.TTLMinutes.Valid }) {
 		return nil
 	}
+	defer db.itemsChanged()
 	nowS := formatTime(now)
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		for _, r := range rows {
@@ -227,6 +246,7 @@ WHERE id = ? AND ttl_minutes IS NOT NULL AND expires_at > ?`, expiresAfter(now, 
 
 // DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
+	defer db.itemsChanged()
 	return db.write(ctx, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key)
 		if err != nil {
@@ -238,6 +258,7 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 
 // DeleteExpiredItems implements driver.ItemStorage.
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
+	defer db.itemsChanged()
 	var n int64
 	err := db.write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?`, formatTime(now))
