@@ -21,9 +21,9 @@ const (
 // reads nothing; its expiry is checked against the read's clock, as the
 // SELECT does, and the value is decoded anew for each caller.
 type itemCache struct {
-	mu    sync.Mutex
-	gen   int64 // the generation the entries were read at
-	bytes int   // of their values
+	mu    sync.RWMutex // reads (concurrent) take it shared
+	gen   int64        // the generation the entries were read at
+	bytes int          // of their values
 	m     map[itemKey]*itemRow
 }
 
@@ -33,8 +33,8 @@ type itemKey struct{ namespace, key string }
 // get returns the row of the item at k cached at generation gen, or nil.
 // The row is shared: callers do not modify it.
 func (c *itemCache) get(k itemKey, gen int64) *itemRow {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.gen != gen {
 		return nil
 	}
