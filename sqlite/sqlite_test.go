@@ -141,6 +141,27 @@ func TestOpenChild(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
+// openTwoHandles opens two DBs on one new file, as two processes sharing
+// it would, or, exclusive, as two DBs of one process (the second through a
+// symbolic link, so that only the file's identity tells them apart).
+func openTwoHandles(t *testing.T, exclusive bool) (a, b *sqlite.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gs.db")
+	a, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: exclusive})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	other := path
+	if exclusive {
+		other = filepath.Join(dir, "link.db")
+		require.NoError(t, os.Symlink(path, other))
+	}
+	b, err = sqlite.OpenWith(other, sqlite.OpenOptions{Exclusive: exclusive})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 // TestAssistantChangesAcrossHandles: two DBs on one file (as two processes
 // sharing it, or, Exclusive, two DBs of one process, the second opened
 // through a symbolic link): an assistant one of them keeps decoded is read
@@ -150,21 +171,9 @@ func TestAssistantChangesAcrossHandles(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
 		t.Run(fmt.Sprintf("Exclusive=%v", exclusive), func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			path := filepath.Join(dir, "gs.db")
-			a, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: exclusive})
-			require.NoError(t, err)
-			defer a.Close()
-			other := path
-			if exclusive {
-				other = filepath.Join(dir, "link.db")
-				require.NoError(t, os.Symlink(path, other))
-			}
-			b, err := sqlite.OpenWith(other, sqlite.OpenOptions{Exclusive: exclusive})
-			require.NoError(t, err)
-			defer b.Close()
+			a, b := openTwoHandles(t, exclusive)
 			ctx := t.Context()
-			_, err = a.CreateAssistant(ctx, &graphserver.Assistant{AssistantID: "a1", GraphID: "g", Name: "v1"}, "", nil)
+			_, err := a.CreateAssistant(ctx, &graphserver.Assistant{AssistantID: "a1", GraphID: "g", Name: "v1"}, "", nil)
 			require.NoError(t, err)
 			for range 2 {
 				got, err := a.GetAssistant(ctx, "a1", nil)
@@ -197,19 +206,7 @@ func TestItemChangesAcrossHandles(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
 		t.Run(fmt.Sprintf("Exclusive=%v", exclusive), func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			path := filepath.Join(dir, "gs.db")
-			a, err := sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: exclusive})
-			require.NoError(t, err)
-			defer a.Close()
-			other := path
-			if exclusive {
-				other = filepath.Join(dir, "link.db")
-				require.NoError(t, os.Symlink(path, other))
-			}
-			b, err := sqlite.OpenWith(other, sqlite.OpenOptions{Exclusive: exclusive})
-			require.NoError(t, err)
-			defer b.Close()
+			a, b := openTwoHandles(t, exclusive)
 			ctx := t.Context()
 			ns := []string{"users", "u1"}
 			t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -251,7 +248,7 @@ func TestItemChangesAcrossHandles(t *testing.T) {
 			require.Equal(t, graphserver.Object{"v": 4.0}, get("short", t0.Add(9*time.Minute), false))
 			require.Nil(t, get("short", t0.Add(10*time.Minute), false))
 			// Refreshed by b at 9 minutes: a sees the new expiry.
-			_, err = b.GetItem(ctx, ns, "short", t0.Add(9*time.Minute), true)
+			_, err := b.GetItem(ctx, ns, "short", t0.Add(9*time.Minute), true)
 			require.NoError(t, err)
 			require.Equal(t, graphserver.Object{"v": 4.0}, get("short", t0.Add(18*time.Minute), false))
 			n, err := b.DeleteExpiredItems(ctx, t0.Add(20*time.Minute))
