@@ -100,13 +100,14 @@ func cloneJSONValue(v any) any {
 // an assistant read at a generation is current while the generation stays.
 var assistantGens sync.Map // fileID -> *atomic.Int64
 
-// assistantGenOf returns the assistantGen of the file at path.
-func assistantGenOf(path string) (*atomic.Int64, error) {
+// fileGen returns the generation gens (assistantGens, itemGens) keeps for
+// the file at path, made at 0 on the first call.
+func fileGen(gens *sync.Map, path string) (*atomic.Int64, error) {
 	id, err := fileID(path)
 	if err != nil {
 		return nil, err
 	}
-	g, _ := assistantGens.LoadOrStore(id, new(atomic.Int64))
+	g, _ := gens.LoadOrStore(id, new(atomic.Int64))
 	return g.(*atomic.Int64), nil
 }
 

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"sync"
-	"sync/atomic"
 )
 
 // Bounds of the itemCache: how many items it keeps, the total size of
@@ -77,16 +76,6 @@ func (c *itemCache) put(k itemKey, r *itemRow, gen int64) {
 // process, through any DB open on the file, before the write returns (see
 // assistantGens).
 var itemGens sync.Map // fileID -> *atomic.Int64
-
-// itemGenOf returns the itemGen of the file at path.
-func itemGenOf(path string) (*atomic.Int64, error) {
-	id, err := fileID(path)
-	if err != nil {
-		return nil, err
-	}
-	g, _ := itemGens.LoadOrStore(id, new(atomic.Int64))
-	return g.(*atomic.Int64), nil
-}
 
 // itemsChanged moves the file's itemGen: called (deferred) by every method
 // that may write store_items, once its write is over, whatever its

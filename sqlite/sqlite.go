@@ -228,13 +228,13 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	}
 	db.reader = reader
 	db.exclusive = opts.Exclusive
-	if db.assistantGen, err = assistantGenOf(path); err != nil {
+	if db.assistantGen, err = fileGen(&assistantGens, path); err != nil {
 		reader.Close()
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.assistantsChanged() // the migrations may have
-	if db.itemGen, err = itemGenOf(path); err != nil {
+	if db.itemGen, err = fileGen(&itemGens, path); err != nil {
 		reader.Close()
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
