@@ -108,11 +108,12 @@ func jsonType(kind string) string {
 // queryBool reads a boolean query parameter: true/false/1/0/yes/no, any
 // case. Absent or empty gives def; anything else is EINVALID.
 func queryBool(r *http.Request, name string, def bool) (bool, error) {
-	return parseQueryBool(name, r.URL.Query().Get(name), def)
+	return queryValuesBool(r.URL.Query(), name, def)
 }
 
-// parseQueryBool is queryBool on the parameter's value v.
-func parseQueryBool(name, v string, def bool) (bool, error) {
+// queryValuesBool is queryBool on query values parsed already.
+func queryValuesBool(q url.Values, name string, def bool) (bool, error) {
+	v := q.Get(name)
 	switch strings.ToLower(v) {
 	case "":
 		return def, nil
@@ -122,79 +123,6 @@ func parseQueryBool(name, v string, def bool) (bool, error) {
 		return false, nil
 	}
 	return false, graphserver.Errorf(graphserver.EINVALID, "Invalid %s %q: must be true or false", name, v)
-}
-
-// queryParamsScanMax is how many parameters a queryParams scans at each
-// lookup; a longer query is parsed into url.Values once.
-const queryParamsScanMax = 16
-
-// queryParams are a URL's query parameters as url.ParseQuery reads them
-// (r.URL.Query()), looked up by scanning the raw query rather than through
-// the map ParseQuery builds: a route reading a few parameters of a short
-// query (GET /store/items, the store's busiest read) saves the map and its
-// slices.
-type queryParams struct {
-	raw    string
-	values url.Values // parsed, when raw has more than queryParamsScanMax parameters
-}
-
-// newQueryParams returns the query parameters of u.
-func newQueryParams(u *url.URL) queryParams {
-	q := queryParams{raw: u.RawQuery}
-	if strings.Count(q.raw, "&") >= queryParamsScanMax {
-		q.values = u.Query()
-	}
-	return q
-}
-
-// get returns the first value of the parameter name, or "".
-func (q queryParams) get(name string) string {
-	if q.values != nil {
-		return q.values.Get(name)
-	}
-	var first string
-	q.scan(name, func(v string) bool {
-		first = v
-		return false
-	})
-	return first
-}
-
-// all returns the values of the parameter name, in order (nil if none).
-func (q queryParams) all(name string) []string {
-	if q.values != nil {
-		return q.values[name]
-	}
-	var vs []string
-	q.scan(name, func(v string) bool {
-		vs = append(vs, v)
-		return true
-	})
-	return vs
-}
-
-// scan calls yield with each value of the parameter name, unescaped, until
-// it returns false. It skips the pairs url.ParseQuery skips: empty, holding
-// a ';', or with an invalid escape.
-func (q queryParams) scan(name string, yield func(v string) bool) {
-	for rest := q.raw; rest != ""; {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
-		if pair == "" || strings.Contains(pair, ";") {
-			continue
-		}
-		k, v, _ := strings.Cut(pair, "=")
-		k, err := url.QueryUnescape(k)
-		if err != nil || k != name {
-			continue
-		}
-		if v, err = url.QueryUnescape(v); err != nil {
-			continue
-		}
-		if !yield(v) {
-			return
-		}
-	}
 }
 
 // queryInt reads an integer query parameter; ok is false when it is absent.

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"log/slog"
 	"net/http/httptest"
-	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,52 +45,6 @@ func TestQueryStrings(t *testing.T) {
 	}
 	_, err := queryStrings(httptest.NewRequest("GET", `/?a=["x",`, nil), "a")
 	require.Equal(t, graphserver.EINVALID, graphserver.ErrorCode(err))
-}
-
-// queryParamsCases are raw queries on which queryParams must read what
-// url.ParseQuery reads.
-var queryParamsCases = []string{
-	"",
-	"namespace=loadtest.get&key=k42",
-	"namespace=a&namespace=b.c&key=k&key=other",
-	"key=a%20b+c&namespace=%E2%9C%93",
-	"k%65y=escaped-name&key=second",
-	"key=bad%zz&key=good",
-	"ke%y=x&key=after-bad-name",
-	"key=semi;colon&key=ok",
-	"&&key=&key=x&=y&key",
-	"refresh_ttl=false&refresh_ttl=true",
-	"namespace=a" + strings.Repeat("&namespace=b", queryParamsScanMax) + "&key=long",
-	"key" + strings.Repeat("&x=1", 20000), // beyond url's parameter limit: nothing
-}
-
-func TestQueryParams(t *testing.T) {
-	t.Parallel()
-	for _, raw := range queryParamsCases {
-		requireQueryParamsAsURL(t, raw)
-	}
-}
-
-func FuzzQueryParams(f *testing.F) {
-	for _, raw := range queryParamsCases {
-		f.Add(raw)
-	}
-	f.Fuzz(func(t *testing.T, raw string) { requireQueryParamsAsURL(t, raw) })
-}
-
-// requireQueryParamsAsURL checks queryParams on raw against url.Values.
-func requireQueryParamsAsURL(t *testing.T, raw string) {
-	t.Helper()
-	want, _ := url.ParseQuery(raw)
-	q := newQueryParams(&url.URL{RawQuery: raw})
-	names := []string{"namespace", "key", "refresh_ttl", "x", "", "k%65y"}
-	for name := range want {
-		names = append(names, name)
-	}
-	for _, name := range names {
-		require.Equal(t, want[name], q.all(name), "%q: all(%q)", raw, name)
-		require.Equal(t, want.Get(name), q.get(name), "%q: get(%q)", raw, name)
-	}
 }
 
 func TestQueryInt(t *testing.T) {

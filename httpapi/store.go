@@ -22,12 +22,12 @@ func (h *handler) putItem(w http.ResponseWriter, r *http.Request) error {
 // getItem handles GET /store/items?namespace=a.b&key=k&refresh_ttl= (or
 // namespace=a&namespace=b); a missing item is 200 null.
 func (h *handler) getItem(w http.ResponseWriter, r *http.Request) error {
-	q := newQueryParams(r.URL) // no url.Values: this is the store's busiest read
-	refresh, err := parseQueryBool("refresh_ttl", q.get("refresh_ttl"), true)
+	q := r.URL.Query() // parsed once: this is the store's busiest read
+	refresh, err := queryValuesBool(q, "refresh_ttl", true)
 	if err != nil {
 		return err
 	}
-	it, err := h.srv.GetItem(r.Context(), queryNamespace(q.all("namespace")), q.get("key"), &refresh)
+	it, err := h.srv.GetItem(r.Context(), queryNamespace(q["namespace"]), q.Get("key"), &refresh)
 	if err != nil {
 		return err
 	}
