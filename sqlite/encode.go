@@ -10,40 +10,12 @@ import (
 	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
-// formatTime renders t for a timestamp column (see TimeFormat): what
-// t.UTC().Format(TimeFormat) gives, without its walk through the layout
-// (every write and every read of an expiring row formats its clock).
+// formatTime renders t for a timestamp column (see TimeFormat), into a
+// buffer on the stack: every write and every read of an expiring row
+// formats its clock, and this makes the string its one allocation.
 func formatTime(t time.Time) string {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.Format(TimeFormat)
-	}
-	hour, minute, sec := t.Clock()
-	var b [len(TimeFormat)]byte
-	digits(b[0:4], year)
-	b[4] = '-'
-	digits(b[5:7], int(month))
-	b[7] = '-'
-	digits(b[8:10], day)
-	b[10] = 'T'
-	digits(b[11:13], hour)
-	b[13] = ':'
-	digits(b[14:16], minute)
-	b[16] = ':'
-	digits(b[17:19], sec)
-	b[19] = '.'
-	digits(b[20:26], t.Nanosecond()/1000)
-	b[26] = 'Z'
-	return string(b[:])
-}
-
-// digits writes n into b in decimal, zero-padded to len(b) digits.
-func digits(b []byte, n int) {
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
+	var b [len(TimeFormat) + 8]byte
+	return string(t.UTC().AppendFormat(b[:0], TimeFormat))
 }
 
 // parseTime reads a timestamp column.
