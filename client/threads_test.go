@@ -227,3 +227,34 @@ func TestThreadCreateSupersteps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3.0, st.Values.(map[string]any)["count"])
 }
+
+// TestThreadsSearchSkipsTemporary: through the Go client, a stateless
+// run's temporary thread (on_completion delete, the default) is read by id
+// but not listed by thread search and count; a kept one is listed.
+func TestThreadsSearchSkipsTemporary(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := t.Context()
+	c := e.c
+	for _, tc := range []struct {
+		onCompletion string
+		listed       bool
+	}{{"", false}, {graphserver.OnCompletionKeep, true}} {
+		run, err := c.Runs.Create(ctx, "", graphserver.RunCreate{AssistantID: "echo", AfterSeconds: 3600, OnCompletion: tc.onCompletion})
+		require.NoError(t, err)
+		_, err = c.Threads.Get(ctx, run.ThreadID)
+		require.NoError(t, err)
+		s := graphserver.ThreadSearch{IDs: []string{run.ThreadID}}
+		page, err := c.Threads.Search(ctx, s)
+		require.NoError(t, err)
+		n, err := c.Threads.Count(ctx, s)
+		require.NoError(t, err)
+		if tc.listed {
+			require.Len(t, page.Items, 1, "%q", tc.onCompletion)
+			require.Equal(t, 1, n)
+		} else {
+			require.Empty(t, page.Items, "%q", tc.onCompletion)
+			require.Equal(t, 0, n)
+		}
+	}
+}
