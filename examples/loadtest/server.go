@@ -174,21 +174,25 @@ func waitInput(seconds float64) string {
 }
 
 // groupStats counts the grouped write transactions of the SQLite driver
-// (graphserver.StorageWriteEvent): how many writes each commit served.
+// (graphserver.StorageWriteEvent): how many writes each commit served, and
+// how long the writer connection spent in them (from its transaction's
+// begin to its commit).
 type groupStats struct {
-	commits, writes atomic.Int64
+	commits, writes, busy atomic.Int64
 }
 
 func (g *groupStats) Observe(ev graphserver.Event) {
 	if w, ok := ev.(graphserver.StorageWriteEvent); ok && w.Err == nil {
 		g.commits.Add(1)
 		g.writes.Add(int64(w.Size))
+		g.busy.Add(int64(w.Duration))
 	}
 }
 
 func (g *groupStats) report(w io.Writer) {
 	if c := g.commits.Load(); c > 0 {
-		fmt.Fprintf(w, "loadtest server: %d grouped writes in %d commits (%.1f per commit)\n", g.writes.Load(), c, float64(g.writes.Load())/float64(c))
+		fmt.Fprintf(w, "loadtest server: %d grouped writes in %d commits (%.1f per commit), %v in them\n",
+			g.writes.Load(), c, float64(g.writes.Load())/float64(c), time.Duration(g.busy.Load()).Round(time.Millisecond))
 	}
 }
 
