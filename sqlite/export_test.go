@@ -99,3 +99,19 @@ func TraceStatements(fn func(query string)) (stop func()) {
 	stmtTrace.Store(&fn)
 	return func() { stmtTrace.Store(nil) }
 }
+
+// SetWALCheckpointing sets, before db's first write, after how many
+// commits the background checkpointer runs and the log length (in pages)
+// past which the writer checkpoints itself (walCheckpointCommits,
+// walRestartFrames).
+func (db *DB) SetWALCheckpointing(everyCommits int64, restartFrames int) {
+	db.wal.everyCommits, db.wal.restartFrames = everyCommits, restartFrames
+}
+
+// WALCheckpoints returns how many checkpoints the background checkpointer
+// has run.
+func (db *DB) WALCheckpoints() int64 { return db.wal.runs.Load() }
+
+// WALRestarts returns how many checkpoints the writer has run for the log
+// to restart.
+func (db *DB) WALRestarts() int64 { return db.wal.restarts.Load() }

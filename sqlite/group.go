@@ -135,6 +135,7 @@ func (db *DB) groupLoop() {
 				break
 			}
 			db.runGroup(batch)
+			db.restartLog()
 		}
 	}
 }
@@ -241,6 +242,9 @@ func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoin
 	if ran {
 		err := tx.Commit()
 		db.observeGroup(len(batch), time.Since(start), err)
+		if err == nil {
+			db.wal.committed()
+		}
 		if err != nil {
 			return fail(translate(fmt.Errorf("commit: %w", err)))
 		}

@@ -244,6 +244,7 @@ func (db *DB) RenewRunLease(ctx context.Context, runID, owner string, leaseUntil
 	} else if err != nil {
 		return "", translate(fmt.Errorf("renew lease of run %s: %w", runID, err))
 	}
+	db.wal.committed()
 	return action.String, nil
 }
 
@@ -254,6 +255,7 @@ func (db *DB) ReleaseRun(ctx context.Context, runID, owner string, now time.Time
 	if err != nil {
 		return translate(fmt.Errorf("release run %s: %w", runID, err))
 	}
+	db.wal.committed()
 	if n, _ := res.RowsAffected(); n == 0 {
 		return runNotFound(runID)
 	}

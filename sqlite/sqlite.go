@@ -91,7 +91,8 @@ type DB struct {
 	writer *sqlx.DB // one connection, BEGIN IMMEDIATE
 	reader *sqlx.DB // several query-only connections
 	group  *groupWriter
-	text   *textIndexer // indexes store texts in batches (textindex.go)
+	text   *textIndexer     // indexes store texts in batches (textindex.go)
+	wal    *walCheckpointer // copies the write-ahead log (walcheckpoint.go)
 
 	assistants   assistantCache // decoded assistants, see GetAssistant
 	assistantGen *atomic.Int64  // the file's, see assistantGens
@@ -157,7 +158,8 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	pragmas.Add("_pragma", "journal_mode(WAL)")
 	pragmas.Add("_pragma", "synchronous(NORMAL)")
 	pragmas.Add("_pragma", "foreign_keys(ON)")
-	wq := url.Values{"_txlock": {"immediate"}, "_pragma": pragmas["_pragma"]}
+	// The writer runs no checkpoint of its own accord: walCheckpointer.
+	wq := url.Values{"_txlock": {"immediate"}, "_pragma": append(pragmas["_pragma"], "wal_autocheckpoint(0)")}
 	if opts.Exclusive {
 		wq.Set("vfs", "unix-excl")
 	}
@@ -189,7 +191,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	db := &DB{Now: time.Now, path: path, writer: writer}
+	db := &DB{Now: time.Now, path: path, writer: writer, wal: newWALCheckpointer()}
 	ctx := context.Background()
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
@@ -245,6 +247,25 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	// The checkpointer's connection: the readers' pragmas, able to write
+	// (a checkpoint writes the database file).
+	cq := url.Values{"_pragma": pragmas["_pragma"]}
+	if opts.Exclusive {
+		cq.Set("vfs", "unix-excl")
+	}
+	ckpt, err := openPool(path + "?" + cq.Encode())
+	if err != nil {
+		reader.Close()
+		writer.Close()
+		db.holder.release()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	ckpt.SetMaxOpenConns(1)
+	ckpt.SetMaxIdleConns(1)
+	ckpt.SetConnMaxLifetime(0)
+	ckpt.SetConnMaxIdleTime(0)
+	db.wal.conn = ckpt
+	go db.walCheckpointLoop()
 	db.group = newGroupWriter()
 	go db.groupLoop()
 	db.text = newTextIndexer()
@@ -277,7 +298,11 @@ func (db *DB) Close() error {
 		db.group.mu.Unlock()
 		close(db.group.stop)
 		<-db.group.done
-		db.closeErr = errors.Join(db.reader.Close(), db.writer.Close())
+		close(db.wal.stop)
+		<-db.wal.done
+		// The writer closes last: closing the file's last connection
+		// checkpoints the whole log into it.
+		db.closeErr = errors.Join(db.wal.conn.Close(), db.reader.Close(), db.writer.Close())
 		// Last: this DB can write no more, so its runs may be recovered.
 		db.holder.release()
 	})
@@ -334,6 +359,7 @@ func (db *DB) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return translate(fmt.Errorf("commit: %w", err))
 	}
+	db.wal.committed()
 	return nil
 }
 
