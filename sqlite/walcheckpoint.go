@@ -22,9 +22,8 @@ import (
 // which under a steady load does not happen between two grouped commits.
 // So when the log has grown past walRestartFrames, the writer checkpoints
 // once itself, between two groups, copying what the background has not yet
-// (little, normally) and waiting for the readers of older snapshots, and
-// its next write restarts the log. The log's file stays near
-// walRestartFrames pages.
+// (little, normally), and its next write restarts the log. The log's file
+// stays near walRestartFrames pages.
 //
 // Durability is unchanged: a commit is in the log before it is answered,
 // and a checkpoint only copies committed pages.
@@ -85,19 +84,22 @@ func (c *walCheckpointer) committed() {
 
 // restartLog checkpoints on the writer connection when the log is due to
 // restart (restartDue). The group loop calls it between two groups, when
-// the writer holds no transaction. RESTART copies what the background has
-// not and waits (busy_timeout at most) for the readers of older snapshots,
-// so that the next write starts the log over. Only the background sets
-// restartDue, after its checkpoint, and it runs none while restartDue is
-// set; a checkpoint in progress in another process makes this one give up
-// at once (busy=1), and it is tried again after the next group.
+// the writer holds no transaction, so that the checkpoint can copy the
+// whole log and the next write start it over. PASSIVE, as SQLite's own
+// automatic checkpoint: the writer never waits, neither for readers of
+// older snapshots (the checkpoint copies what they allow) nor for a
+// checkpoint in progress in another process (busy=1). Only the background
+// sets restartDue, after its checkpoint, and it runs none while restartDue
+// is set, so it is never in the way. Until the whole log is copied, the
+// writer tries again after every group; a try that finds nothing it may
+// copy (a reader holds the rest) costs no write and no fsync.
 func (db *DB) restartLog() {
 	c := db.wal
 	if !c.restartDue.Load() {
 		return
 	}
 	var r walResult
-	if err := db.writer.GetContext(context.Background(), &r, `PRAGMA wal_checkpoint(RESTART)`); err == nil && r.Busy == 0 {
+	if err := db.writer.GetContext(context.Background(), &r, `PRAGMA wal_checkpoint(PASSIVE)`); err == nil && r.Busy == 0 && r.Copied == r.Log {
 		c.restartDue.Store(false)
 		c.restarts.Add(1)
 	}
