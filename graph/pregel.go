@@ -1181,24 +1181,32 @@ func (r *runner) runTasks(ctx context.Context, cs *ckpt, tasks []*task, step int
 	// A lone task's successful writes need no saving: the checkpoint that
 	// follows holds them, and nothing else in the step could fail.
 	alone := len(tasks) == 1
-	for _, t := range tasks {
-		if t.done {
-			continue
+	run := func(t *task) {
+		if !t.cached {
+			r.execTask(ctx, cs, state, t, step)
+			r.toCache(ctx, t, state)
 		}
-		wg.Go(func() {
-			if !t.cached {
-				r.execTask(ctx, cs, state, t, step)
-				r.toCache(ctx, t, state)
-			}
-			if t.bubble || (alone && t.errRec == nil && t.interrupts == nil) {
-				return
-			}
-			if err := r.putWrites(ctx, cs, t); err != nil {
-				mu.Lock()
-				perr = cmp.Or(perr, err)
-				mu.Unlock()
-			}
-		})
+		if t.bubble || (alone && t.errRec == nil && t.interrupts == nil) {
+			return
+		}
+		if err := r.putWrites(ctx, cs, t); err != nil {
+			mu.Lock()
+			perr = cmp.Or(perr, err)
+			mu.Unlock()
+		}
+	}
+	if alone {
+		// As LangGraph's PregelRunner.tick, a lone task runs in the loop's
+		// own goroutine (no goroutine to start, no stack to grow anew).
+		if !tasks[0].done {
+			run(tasks[0])
+		}
+		return perr
+	}
+	for _, t := range tasks {
+		if !t.done {
+			wg.Go(func() { run(t) })
+		}
 	}
 	wg.Wait()
 	return perr
