@@ -3,9 +3,11 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 type chanKind int
@@ -388,6 +390,9 @@ func normalize(v any) (any, error) {
 		}
 		return v, nil
 	}
+	if out, ok := cloneNative(v, 0); ok {
+		return out, nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("value is not JSON-encodable: %w", err)
@@ -397,6 +402,59 @@ func normalize(v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// maxNativeDepth bounds cloneNative's recursion: deeper values (or a map
+// that holds itself) take the JSON round trip, which reports a cycle.
+const maxNativeDepth = 100
+
+// cloneNative returns a copy of v when v is made only of JSON-native values
+// that a JSON round trip gives back unchanged (maps with string keys,
+// slices of any, valid UTF-8 strings, finite float64s, bools and nils), so
+// that normalize needs no round trip for what nodes mostly return; ok is
+// false for anything else.
+func cloneNative(v any, depth int) (out any, ok bool) {
+	switch x := v.(type) {
+	case nil, bool:
+		return x, true
+	case string:
+		return x, utf8.ValidString(x)
+	case float64:
+		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		if x == nil {
+			return nil, true // null
+		}
+		if depth >= maxNativeDepth {
+			return nil, false
+		}
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			c, ok := cloneNative(e, depth+1)
+			if !ok || !utf8.ValidString(k) {
+				return nil, false
+			}
+			m[k] = c
+		}
+		return m, true
+	case []any:
+		if x == nil {
+			return nil, true // null
+		}
+		if depth >= maxNativeDepth {
+			return nil, false
+		}
+		l := make([]any, len(x))
+		for i, e := range x {
+			c, ok := cloneNative(e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			l[i] = c
+		}
+		return l, true
+	}
+	return nil, false
 }
 
 func normalizeOrSelf(v any) any {
