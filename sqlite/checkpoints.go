@@ -718,8 +718,15 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 		return nil, err
 	}
 	if r.Shared.Valid {
-		if err := json.Unmarshal([]byte(r.Shared.String), &cp.Metadata); err != nil {
+		// The parts' keys are distinct: the shared ones are added.
+		shared, err := jsoncol.DecodeObject(r.Shared.String)
+		if err != nil {
 			return nil, fmt.Errorf("decode shared checkpoint metadata: %w", err)
+		}
+		if len(cp.Metadata) == 0 {
+			cp.Metadata = shared
+		} else {
+			maps.Copy(cp.Metadata, shared)
 		}
 	}
 	if r.MetadataRunID {
@@ -732,7 +739,7 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	for ch, l := range locs {
 		cp.ChannelVersions[ch] = l.version
 	}
-	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs); err != nil {
+	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs, r.Channels); err != nil {
 		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
 	}
 	cp.PendingWrites = []driver.PendingWrite{}
@@ -796,11 +803,12 @@ func chainTail(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, ch str
 	return nil, fmt.Errorf("channel %s: chain %d rows out of order", ch, l.chain)
 }
 
-// loadValues reconstructs the full value of every stored channel in locs:
-// one query for the first row of every chain, one per chain longer than a
-// row, again for each fork's link (rare). A channel with no stored blob is
-// left out; a chain with missing rows is an error.
-func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc) (map[string]json.RawMessage, error) {
+// loadValues reconstructs the full value of every stored channel in locs,
+// the decoded channels column: one query for the first row of every chain,
+// one per chain longer than a row, again for each fork's link (rare). A
+// channel with no stored blob is left out; a chain with missing rows is an
+// error.
+func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc, channels string) (map[string]json.RawMessage, error) {
 	values := map[string]json.RawMessage{}
 	inners := map[string][][]byte{} // channel -> appended elements, newest first
 	want := map[string]chanLoc{}
@@ -813,12 +821,12 @@ func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string
 		link, linkSeq sql.NullInt64
 		data          []byte
 	}
+	// The first query reads the chains the channels column names as it
+	// is (loadHeadsQuery skips the channels not stored), the next ones
+	// the links.
+	arg := channels
 	for len(want) > 0 {
-		arg, err := json.Marshal(want)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := q.QueryContext(ctx, loadHeadsQuery, string(arg), tid, ns)
+		rows, err := q.QueryContext(ctx, loadHeadsQuery, arg, tid, ns)
 		if err != nil {
 			return nil, fmt.Errorf("load checkpoint values: %w", err)
 		}
@@ -865,6 +873,13 @@ func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string
 			next[ch] = chanLoc{chain: h.link.Int64, seq: h.linkSeq.Int64, stored: true}
 		}
 		want = next
+		if len(want) > 0 {
+			b, err := json.Marshal(want)
+			if err != nil {
+				return nil, err
+			}
+			arg = string(b)
+		}
 	}
 	return values, nil
 }
