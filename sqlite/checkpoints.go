@@ -236,30 +236,39 @@ func decodeChannels(s string) (map[string]chanLoc, error) {
 // in checkpoint_metadata.
 var inlineMetadataKeys = map[string]bool{"source": true, "step": true, "parents": true, "writes": true}
 
-// splitMetadata splits checkpoint metadata into its inline part, its shared
-// part ("" when empty) and whether run_id was left out of the shared part
-// because it equals the checkpoint's run id.
-func splitMetadata(md graphserver.Object, runID string) (inline, shared string, runFlag bool, err error) {
+// splitMD is checkpoint metadata as stored (splitMetadata): its inline
+// part, its shared part ("" when empty) and whether run_id was left out of
+// the shared part because it equals the checkpoint's run id.
+type splitMD struct {
+	inline, shared string
+	runFlag        bool
+}
+
+// splitMetadata splits checkpoint metadata into its inline and shared
+// parts, encoded.
+func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
 	in, sh := map[string]any{}, map[string]any{}
+	var out splitMD
 	for k, v := range md {
 		switch {
 		case inlineMetadataKeys[k]:
 			in[k] = v
 		case k == "run_id" && runID != "" && v == any(runID):
-			runFlag = true
+			out.runFlag = true
 		default:
 			sh[k] = v
 		}
 	}
-	if inline, err = jsoncol.Object(in); err != nil {
-		return "", "", false, err
+	var err error
+	if out.inline, err = jsoncol.Object(in); err != nil {
+		return splitMD{}, err
 	}
 	if len(sh) > 0 {
-		if shared, err = jsoncol.Object(sh); err != nil {
-			return "", "", false, err
+		if out.shared, err = jsoncol.Object(sh); err != nil {
+			return splitMD{}, err
 		}
 	}
-	return inline, shared, runFlag, nil
+	return out, nil
 }
 
 // metadataExpr is the SQL expression of a checkpoint's whole metadata (c
@@ -307,11 +316,19 @@ func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 	if err != nil {
 		return err
 	}
+	// Split and encoded here, on the caller's goroutine, rather than on
+	// the writer's (writeGrouped runs one function at a time).
+	mds := make([]splitMD, len(cps))
+	for i, cp := range cps {
+		if mds[i], err = splitMetadata(cp.Metadata, cp.RunID); err != nil {
+			return err
+		}
+	}
 	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var prev *putChain
 		for i, cp := range cps {
 			var err error
-			if prev, err = putCheckpoint(ctx, tx, cp, created[i], lease, prev); err != nil {
+			if prev, err = putCheckpoint(ctx, tx, cp, created[i], mds[i], lease, prev); err != nil {
 				return err
 			}
 		}
@@ -344,7 +361,7 @@ type putChain struct {
 	mid    int64
 }
 
-// putCheckpoint writes cp (validated) in tx: one query for what it needs to
+// putCheckpoint writes cp (validated, its metadata split as md) in tx: one query for what it needs to
 // know (thread key, channels of the parent and of the checkpoint replaced,
 // shared metadata, the lease of run when not nil: ENOTFOUND when it is not
 // held), one statement per new blob, one for the row. With prev (what the
@@ -353,14 +370,10 @@ type putChain struct {
 // lease was checked in this transaction, and a checkpoint replaced (an id
 // taken already, which a run's new checkpoints never have) has the blobs
 // cp needs found by placer.scan instead.
-func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, run *runLease, prev *putChain) (*putChain, error) {
-	inline, shared, runFlag, err := splitMetadata(cp.Metadata, cp.RunID)
-	if err != nil {
-		return nil, err
-	}
-	if prev != nil && prev.ns == cp.NS && prev.id == cp.ParentCheckpointID && prev.id != cp.CheckpointID && prev.shared == shared {
+func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, md splitMD, run *runLease, prev *putChain) (*putChain, error) {
+	if prev != nil && prev.ns == cp.NS && prev.id == cp.ParentCheckpointID && prev.id != cp.CheckpointID && prev.shared == md.shared {
 		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}}
-		return writeCheckpoint(ctx, tx, &p, cp, created, inline, shared, prev.mid, runFlag)
+		return writeCheckpoint(ctx, tx, &p, cp, created, md, prev.mid)
 	}
 	var known struct {
 		TID    int64          `db:"tid"`
@@ -373,8 +386,8 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 	if run != nil {
 		runID, owner = sql.NullString{String: run.runID, Valid: true}, sql.NullString{String: run.owner, Valid: true}
 	}
-	err = tx.GetContext(ctx, &known, checkpointKnownQuery,
-		cp.NS, checkpointID(cp.ParentCheckpointID), checkpointID(cp.CheckpointID), shared, cp.ThreadID, runID, owner)
+	err := tx.GetContext(ctx, &known, checkpointKnownQuery,
+		cp.NS, checkpointID(cp.ParentCheckpointID), checkpointID(cp.CheckpointID), md.shared, cp.ThreadID, runID, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The thread's first checkpoint: the lease is checked alone.
 		if run != nil {
@@ -392,8 +405,8 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 	}
 	tid := known.TID
 	mid := known.MID.Int64
-	if shared != "" && !known.MID.Valid {
-		if mid, err = addSharedMetadata(ctx, tx, tid, shared); err != nil {
+	if md.shared != "" && !known.MID.Valid {
+		if mid, err = addSharedMetadata(ctx, tx, tid, md.shared); err != nil {
 			return nil, err
 		}
 	}
@@ -408,13 +421,13 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 		}
 		p.known = append(p.known, locs)
 	}
-	return writeCheckpoint(ctx, tx, &p, cp, created, inline, shared, mid, runFlag)
+	return writeCheckpoint(ctx, tx, &p, cp, created, md, mid)
 }
 
 // writeCheckpoint stores cp's new blobs through p and cp's row, and returns
 // what the next put of the transaction may reuse.
 func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.CheckpointRecord, created time.Time,
-	inline, shared string, mid int64, runFlag bool) (*putChain, error) {
+	md splitMD, mid int64) (*putChain, error) {
 	for _, b := range cp.NewBlobs {
 		if err := p.put(b); err != nil {
 			return nil, err
@@ -450,11 +463,11 @@ func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.Che
 			created_at = excluded.created_at, metadata = excluded.metadata, shared_metadata = excluded.shared_metadata,
 			metadata_run_id = excluded.metadata_run_id, channels = excluded.channels, body = excluded.body`,
 		p.tid, cp.NS, checkpointID(cp.CheckpointID), checkpointID(cp.ParentCheckpointID), checkpointID(cp.RunID),
-		createdAtColumn(cp.CheckpointID, created), inline, mid, runFlag, channels, body)
+		createdAtColumn(cp.CheckpointID, created), md.inline, mid, md.runFlag, channels, body)
 	if err != nil {
 		return nil, fmt.Errorf("put checkpoint: %w", err)
 	}
-	return &putChain{tid: p.tid, ns: cp.NS, id: cp.CheckpointID, locs: locs, shared: shared, mid: mid}, nil
+	return &putChain{tid: p.tid, ns: cp.NS, id: cp.CheckpointID, locs: locs, shared: md.shared, mid: mid}, nil
 }
 
 // placer stores the blobs of one checkpoint in their chains.
@@ -1144,6 +1157,10 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 	for _, ch := range slices.Sorted(maps.Keys(cp.Values)) {
 		cp.NewBlobs = append(cp.NewBlobs, driver.ChannelBlob{Channel: ch, Version: cp.ChannelVersions[ch], Data: cp.Values[ch]})
 	}
-	_, err = putCheckpoint(ctx, tx, cp, cp.CreatedAt, nil, nil)
+	md, err := splitMetadata(cp.Metadata, cp.RunID)
+	if err != nil {
+		return err
+	}
+	_, err = putCheckpoint(ctx, tx, cp, cp.CreatedAt, md, nil, nil)
 	return err
 }

@@ -297,7 +297,11 @@ func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 	}
 	var prev *putChain
 	for i, cp := range cps {
-		if prev, err = putCheckpoint(ctx, t.tx, cp, created[i], nil, prev); err != nil {
+		md, err := splitMetadata(cp.Metadata, cp.RunID)
+		if err != nil {
+			return err
+		}
+		if prev, err = putCheckpoint(ctx, t.tx, cp, created[i], md, nil, prev); err != nil {
 			return err
 		}
 	}

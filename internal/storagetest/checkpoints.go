@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -654,12 +655,15 @@ func exerciseCheckpoints(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.NoError(t, cb.PutCheckpoints(b.ctx, nil))
 
 		c3 := rec("t1", "c3", "c2", map[string]string{"msgs": "4", "x": "1"}, blob("msgs", "4", "3", `["d"]`))
+		badMeta := rec("t1", "c4", "c3", map[string]string{"msgs": "4", "x": "1"})
+		badMeta.Metadata = graphserver.Object{"step": 1, "score": math.NaN()} // not JSON
 		for _, c := range []struct {
 			name string
 			next *driver.CheckpointRecord
 			code string
 		}{
 			{"invalid, checked before writing", rec("t1", "", "c3", nil), graphserver.EINVALID},
+			{"metadata not JSON", badMeta, graphserver.EINVALID},
 			{"base not stored", rec("t1", "c4", "c3", map[string]string{"msgs": "5"}, blob("msgs", "5", "nope", `["e"]`)), graphserver.EINVALID},
 			{"thread missing", rec("missing", "c4", "", map[string]string{"msgs": "1"}, blob("msgs", "1", "", `["e"]`)), graphserver.ENOTFOUND},
 		} {
