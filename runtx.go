@@ -444,6 +444,13 @@ func finishRun(ctx context.Context, st driver.Storage, f *driver.RunFinish) erro
 // finishRunActive is finishRun, reporting whether the run's thread has a
 // pending or running run left (one the dispatcher may claim now).
 func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish) (bool, error) {
+	save := len(f.Checkpoints) > 0 && !f.Delete && !f.DeleteThread
+	var invalid error
+	if save {
+		// Checked here, outside the transaction (Tx.PutCheckpoints); the
+		// error is returned where the save would be.
+		invalid = driver.CheckCheckpoints(f.Checkpoints)
+	}
 	left := false
 	err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		left = false
@@ -451,7 +458,10 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 		if err != nil {
 			return err
 		}
-		if len(f.Checkpoints) > 0 && !f.Delete && !f.DeleteThread {
+		if save {
+			if invalid != nil {
+				return invalid
+			}
 			// After the lease check: they are the run's, saved only if it ends held.
 			if err := tx.PutCheckpoints(ctx, f.Checkpoints); err != nil {
 				return err

@@ -301,6 +301,10 @@ func (g busyGuard) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecor
 	if cp == nil {
 		return g.Checkpointer.PutCheckpoint(ctx, cp) // EINVALID
 	}
+	cps := []*driver.CheckpointRecord{cp}
+	// Checked outside the transaction (Tx.PutCheckpoints); the error is
+	// returned where the save would be.
+	invalid := driver.CheckCheckpoints(cps)
 	return g.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
 		head, err := tx.CheckThread(ctx, cp.ThreadID, nil)
 		if err != nil {
@@ -309,6 +313,9 @@ func (g busyGuard) PutCheckpoint(ctx context.Context, cp *driver.CheckpointRecor
 		if len(head.Active) > 0 {
 			return Errorf(EBUSY, "Thread is busy")
 		}
-		return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp})
+		if invalid != nil {
+			return invalid
+		}
+		return tx.PutCheckpoints(ctx, cps)
 	})
 }

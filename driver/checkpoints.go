@@ -10,33 +10,51 @@ import (
 )
 
 // CheckpointTimes checks cps as a Checkpointer does before writing any of
-// them (EINVALID: a missing thread or checkpoint id, a body or blob that
-// is not JSON, a blob without channel or version, a delta blob that is not
-// an array) and returns their creation times: CreatedAt, or now() for a
-// zero one.
+// them (CheckCheckpoints) and returns their creation times
+// (CreationTimes).
 func CheckpointTimes(cps []*CheckpointRecord, now func() time.Time) ([]time.Time, error) {
-	created := make([]time.Time, len(cps))
-	for i, cp := range cps {
+	if err := CheckCheckpoints(cps); err != nil {
+		return nil, err
+	}
+	return CreationTimes(cps, now), nil
+}
+
+// CheckCheckpoints checks cps as a Checkpointer does before writing any of
+// them: EINVALID for a missing thread or checkpoint id, a body or blob that
+// is not JSON, a blob without channel or version, a delta blob that is not
+// an array. It reads every blob: callers run it before their write
+// transaction (see Tx.PutCheckpoints).
+func CheckCheckpoints(cps []*CheckpointRecord) error {
+	for _, cp := range cps {
 		if cp == nil || cp.ThreadID == "" || cp.CheckpointID == "" {
-			return nil, record.Errorf(record.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
+			return record.Errorf(record.EINVALID, "A checkpoint needs a thread id and a checkpoint id.")
 		}
 		if len(cp.Body) > 0 && !json.Valid(cp.Body) {
-			return nil, record.Errorf(record.EINVALID, "The checkpoint body is not valid JSON.")
+			return record.Errorf(record.EINVALID, "The checkpoint body is not valid JSON.")
 		}
 		for _, b := range cp.NewBlobs {
 			if b.Channel == "" || b.Version == "" || !json.Valid(b.Data) {
-				return nil, record.Errorf(record.EINVALID, "The blob of channel %q version %q needs a channel, a version and valid JSON data.", b.Channel, b.Version)
+				return record.Errorf(record.EINVALID, "The blob of channel %q version %q needs a channel, a version and valid JSON data.", b.Channel, b.Version)
 			}
 			if d := bytes.TrimSpace(b.Data); b.Base != "" && (len(d) < 2 || d[0] != '[') {
-				return nil, record.Errorf(record.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
+				return record.Errorf(record.EINVALID, "The blob of channel %q version %q has a base, so its data must be an array.", b.Channel, b.Version)
 			}
 		}
+	}
+	return nil
+}
+
+// CreationTimes returns the creation times of cps: CreatedAt, or now() for
+// a zero one.
+func CreationTimes(cps []*CheckpointRecord, now func() time.Time) []time.Time {
+	created := make([]time.Time, len(cps))
+	for i, cp := range cps {
 		created[i] = cp.CreatedAt
 		if created[i].IsZero() {
 			created[i] = now()
 		}
 	}
-	return created, nil
+	return created
 }
 
 // CheckpointBatcher is an optional Checkpointer capability: saving

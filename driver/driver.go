@@ -106,10 +106,14 @@ type Tx interface {
 	FireCron(ctx context.Context, f *CronFiring) (bool, error)
 
 	// PutCheckpoints saves cps in order as Checkpointer.PutCheckpoint
-	// saves each (EINVALID, ENOTFOUND likewise), recording each as written
-	// by its RunID (see RunCheckpointer). It checks no lease: the caller
-	// checks it in the same transaction (HeldRun, EndHeldRun), as the end of
-	// a run does for the checkpoints it saves (RunFinish.Checkpoints).
+	// saves each (ENOTFOUND likewise), recording each as written by its
+	// RunID (see RunCheckpointer). cps are checked already: the caller
+	// runs CheckCheckpoints before the transaction (a pass over every
+	// blob, which would otherwise run on SQLite's single writer), and
+	// PutCheckpoints does not check them again. It checks no lease: the
+	// caller checks it in the same transaction (HeldRun, EndHeldRun), as
+	// the end of a run does for the checkpoints it saves
+	// (RunFinish.Checkpoints).
 	PutCheckpoints(ctx context.Context, cps []*CheckpointRecord) error
 	// GetCheckpoint is Checkpointer.GetCheckpoint inside the transaction:
 	// it sees the transaction's own writes (ENOTFOUND likewise). The

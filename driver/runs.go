@@ -143,7 +143,8 @@ type SweptRun struct {
 //   - Webhook (when non-nil) is added to the outbox.
 //   - Checkpoints (the run's last ones, which its graph handed over through
 //     CheckpointDeferrer) are saved, once the run's lease is checked, unless
-//     the run or its thread is deleted.
+//     the run or its thread is deleted; invalid ones (CheckCheckpoints,
+//     checked before the transaction) fail the whole end with EINVALID.
 type RunFinish struct {
 	RunID        string
 	ThreadID     string

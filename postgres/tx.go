@@ -130,19 +130,14 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 		args = append(args, c)
 	}
 	if s := w.Summary; s != nil {
-		errv, err := jsoncol.Raw(s.Error)
-		if err != nil {
-			return err
-		}
+		// Values and Error are the Server's encoding (see ThreadSummary).
+		errv := jsoncol.Encoded(s.Error)
 		// A TTL expiry moves to now + TTL (a disarmed one is armed again).
 		set = append(set, "error = ?", "state_updated_at = ?",
 			"ttl_expires_at = CASE WHEN ttl_minutes IS NULL THEN ttl_expires_at ELSE ?::timestamptz + ttl_minutes * interval '1 minute' END")
 		args = append(args, errv, w.Now, w.Now)
 		if !w.KeepValues {
-			values, err := jsoncol.Raw(s.Values)
-			if err != nil {
-				return err
-			}
+			values := jsoncol.Encoded(s.Values)
 			interrupts, err := jsoncol.Value(jsoncol.Interrupts(s.Interrupts))
 			if err != nil {
 				return err
@@ -293,12 +288,12 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 	return &runRefs(rows)[0], nil
 }
 
-// PutCheckpoints implements driver.Tx.
+// PutCheckpoints implements driver.Tx: cps are checked already.
 func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
-	created, err := driver.CheckpointTimes(cps, t.db.now)
-	if err != nil || len(cps) == 0 {
-		return err
+	if len(cps) == 0 {
+		return nil
 	}
+	created := driver.CreationTimes(cps, t.db.now)
 	return putCheckpointsTx(ctx, t.tx, cps, created, "", "")
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver"
-	"github.com/graphserver/graphserver/internal/jsoncol"
 )
 
 // formatTime renders t for a timestamp column (see TimeFormat), into a
@@ -45,12 +44,6 @@ func parseNullTime(s sql.NullString) (*time.Time, error) {
 		return nil, err
 	}
 	return &t, nil
-}
-
-// nullRaw is jsoncol.Raw as a nullable column.
-func nullRaw(r json.RawMessage) (sql.NullString, error) {
-	s, err := jsoncol.Raw(r)
-	return nullString(s), err
 }
 
 // nullString is s as a nullable column: nil is NULL.

@@ -112,17 +112,11 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 		args = append(args, c)
 	}
 	if s := w.Summary; s != nil {
-		errv, err := nullRaw(s.Error)
-		if err != nil {
-			return err
-		}
+		// Values and Error are the Server's encoding (see ThreadSummary).
 		set = append(set, "error = ?", "state_updated_at = ?")
-		args = append(args, errv, ts)
+		args = append(args, nullString(jsoncol.Encoded(s.Error)), ts)
 		if !w.KeepValues {
-			values, err := nullRaw(s.Values)
-			if err != nil {
-				return err
-			}
+			values := nullString(jsoncol.Encoded(s.Values))
 			interrupts, err := jsoncol.Value(jsoncol.Interrupts(s.Interrupts))
 			if err != nil {
 				return err
@@ -289,12 +283,9 @@ func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now t
 	return threadID, active, nil
 }
 
-// PutCheckpoints implements driver.Tx.
+// PutCheckpoints implements driver.Tx: cps are checked already.
 func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
-	created, err := driver.CheckpointTimes(cps, t.db.now)
-	if err != nil {
-		return err
-	}
+	created := driver.CreationTimes(cps, t.db.now)
 	var prev *putChain
 	for i, cp := range cps {
 		md, err := splitMetadata(cp.Metadata, cp.RunID)

@@ -91,6 +91,17 @@ func Raw(r json.RawMessage) (*string, error) {
 	return &s, nil
 }
 
+// Encoded is Raw for a value the Server encoded itself (json.Marshal's
+// output), which is not checked again: nil for an absent value (NULL).
+// Checking it would cost a pass over it, inside the write transaction.
+func Encoded(r json.RawMessage) *string {
+	if len(r) == 0 {
+		return nil
+	}
+	s := string(r)
+	return &s
+}
+
 // ThreadColumns are a thread's JSON columns as both drivers store them.
 type ThreadColumns struct {
 	Metadata, Config, Context, Interrupts string

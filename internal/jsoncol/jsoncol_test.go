@@ -62,3 +62,11 @@ func TestThreadColumns(t *testing.T) {
 	require.True(t, errors.As(err, &e))
 	require.Equal(t, graphserver.EINVALID, e.Code)
 }
+
+func TestEncoded(t *testing.T) {
+	require.Nil(t, jsoncol.Encoded(nil), "absent: NULL")
+	b := []byte(`{"x":1}`)
+	s := jsoncol.Encoded(b)
+	b[0] = '['
+	require.Equal(t, `{"x":1}`, *s, "a copy")
+}

@@ -442,6 +442,38 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		require.Equal(t, graphserver.ThreadBusy, threadStatus(t, b, "t1"))
 	})
 
+	// The run's last checkpoints are checked before the transaction that
+	// ends it (Tx.PutCheckpoints does not check them): an invalid one
+	// fails the whole end, which leaves the run held and saves nothing.
+	t.Run("FinishInvalidCheckpoints", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		insertRun(t, b.rs, runOpts{ID: "r1", ThreadID: "t1"})
+		_, err := b.rs.ClaimRun(t.Context(), "w", at(5), at(60))
+		require.NoError(t, err)
+		cp := func(id, parent, data string) *driver.CheckpointRecord {
+			return &driver.CheckpointRecord{ThreadID: "t1", CheckpointID: id, ParentCheckpointID: parent, RunID: "r1",
+				CreatedAt: at(5), ChannelVersions: map[string]string{"a": id},
+				NewBlobs: []driver.ChannelBlob{{Channel: "a", Version: id, Data: json.RawMessage(data)}}}
+		}
+		finish := func(cps ...*driver.CheckpointRecord) error {
+			return b.rs.FinishRun(t.Context(), &driver.RunFinish{RunID: "r1", Owner: "w", Status: graphserver.RunSuccess,
+				Summary:     &driver.ThreadSummary{Status: graphserver.ThreadIdle, Values: json.RawMessage(`{"a":1}`)},
+				Checkpoints: cps, Now: at(6)})
+		}
+		requireCode(t, finish(cp("c1", "", `1`), cp("c2", "c1", `{bad`)), graphserver.EINVALID)
+		require.Equal(t, graphserver.RunRunning, runStatus(t, b, "r1"))
+		_, err = b.st.GetCheckpoint(t.Context(), "t1", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+
+		require.NoError(t, finish(cp("c1", "", `1`), cp("c2", "c1", `2`)))
+		require.Equal(t, graphserver.RunSuccess, runStatus(t, b, "r1"))
+		got, err := b.st.GetCheckpoint(t.Context(), "t1", "", "")
+		require.NoError(t, err)
+		require.Equal(t, "c2", got.CheckpointID)
+		requireValues(t, map[string]string{"a": `2`}, got.Values)
+	})
+
 	t.Run("SummaryKeepsBusy", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
