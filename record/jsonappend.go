@@ -214,13 +214,24 @@ func appendJSONRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 		return appendMarshal(b, raw)
 	}
 	b = buf.Bytes()
-	if bytes.ContainsAny(b[start:], "<>&\u2028\u2029") {
+	if needsHTMLEscape(b[start:]) {
 		var esc bytes.Buffer
 		json.HTMLEscape(&esc, b[start:])
 		b = append(b[:start], esc.Bytes()...)
 	}
 	return b, nil
 }
+
+// needsHTMLEscape reports whether compact JSON holds a character
+// json.HTMLEscape escapes. It searches bytes (bytes.ContainsAny with the
+// two non-ASCII characters would decode every rune): a run's input passes
+// here on SQLite's single writer (RunKwargs.AppendJSON).
+func needsHTMLEscape(b []byte) bool {
+	return bytes.ContainsAny(b, "<>&") || bytes.Contains(b, lineSep) || bytes.Contains(b, paraSep)
+}
+
+// lineSep and paraSep are U+2028 and U+2029 in UTF-8.
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
 
 // AppendJSON appends k's JSON encoding to b: what json.Marshal gives. A
 // run's insertion encodes its kwargs with it, on SQLite inside the single

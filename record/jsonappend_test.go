@@ -206,6 +206,7 @@ func TestRunKwargsAppendJSON(t *testing.T) {
 			InterruptBefore: record.Breakpoints{"*"}, InterruptAfter: record.Breakpoints{"a", "b<"}, Webhook: &hook,
 			FeedbackKeys: []string{"score"}, Temporary: true, Subgraphs: true, Resumable: true, Durability: "async"},
 		{Input: json.RawMessage(`[1,2]`), InterruptBefore: record.Breakpoints{}, InterruptAfter: record.Breakpoints{"*", "x"}, Durability: "exit"},
+		{Input: json.RawMessage("[\"\u2029\"]")}, {Input: json.RawMessage(`">"`)}, {Input: json.RawMessage("\"é \u2027 \u202a\"")},
 	} {
 		want, err := json.Marshal(k)
 		require.NoError(t, err)
