@@ -11,6 +11,11 @@
 //	POST /runs/stream                time to the first SSE event
 //	idle joined SSE subscribers      server RSS with -subscribers GET .../runs/{id}/stream open
 //
+// and, unless -limits=false, a second table with the box's limits measured
+// in the same run: net/http alone (an empty answer, its own process, the
+// same clients) and SQLite alone (one-row write transactions on one
+// writer), so that each row reads as a fraction of what the machine allows.
+//
 // Usage:
 //
 //	go run ./examples/loadtest                          # every row, 8 clients
@@ -38,6 +43,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -61,6 +67,7 @@ type options struct {
 	js          string
 	jsName      string
 	inProcess   bool
+	limits      bool
 	processes   int
 	serve       bool
 	server      serveConfig
@@ -74,11 +81,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients")
 	fs.IntVar(&o.repeat, "repeat", 1, "measurements per row and server (the table gives their range)")
 	fs.IntVar(&o.subscribers, "subscribers", 10000, "idle SSE subscribers to join (0 skips the row)")
-	fs.StringVar(&o.only, "only", "", "run only the rows whose key (threads, store-put, store-get, wait-stateless, wait-thread, stream-first, subscribers) contains this text")
+	fs.StringVar(&o.only, "only", "", "run only the rows whose key (threads, store-put, store-get, wait-stateless, wait-thread, stream-first, subscribers, limits) contains this text")
 	fs.StringVar(&o.url, "url", "", "measure the graphserver at this base URL instead of starting one")
 	fs.StringVar(&o.js, "js", "", "also measure the server at this base URL (the LangGraph JS dev server, see bench/)")
 	fs.StringVar(&o.jsName, "js-name", "JS dev server", "name of the -js server in the table")
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run the graphserver in this process (no RSS figure; for tests)")
+	fs.BoolVar(&o.limits, "limits", true, "also measure the box's limits in the same run (net/http alone on loopback, SQLite one-row write transactions) and print their table")
+	fs.BoolVar(&o.server.bare, "bare", false, "with -serve: serve only net/http's empty answer (the HTTP limit)")
 	fs.BoolVar(&o.serve, "serve", false, "only serve (the process the load test starts): print the address, serve until stdin closes")
 	fs.StringVar(&o.server.db, "db", "", "SQLite file of the started server (default: a new temp file), or a postgres:// URL")
 	fs.IntVar(&o.processes, "processes", 1, "server processes to start on the -db database (above 1, -db must be a postgres:// URL); requests go to each in turn")
@@ -124,5 +133,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		targets = append(targets, js)
 	}
-	return loadTest(ctx, o, targets, stdout)
+	if err := loadTest(ctx, o, targets, stdout); err != nil {
+		return err
+	}
+	if o.limits && (o.only == "" || strings.Contains("limits", o.only)) {
+		return measureLimits(ctx, o, stdout, stderr)
+	}
+	return nil
 }

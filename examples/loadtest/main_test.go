@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -21,6 +22,21 @@ func TestRun(t *testing.T) {
 	}
 	require.Contains(t, table, "| 20 idle joined SSE subscribers: server RSS | 20 joined in ", table)
 	require.NotContains(t, table, "| 0/s", table)
+	require.Regexp(t, `\| `+regexp.QuoteMeta(limitHTTP)+` \| [0-9]+/s \| [0-9.]+ ms \|`, table)
+	require.Regexp(t, `\| `+regexp.QuoteMeta(limitSQLite)+` \| [0-9]+/s \| [0-9.]+ ms \|`, table)
+}
+
+// TestLimitsOnly measures only the box's limits: no row of the server's
+// table, and the limits table with both rows.
+func TestLimitsOnly(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-inprocess", "-n", "30", "-clients", "2", "-only", "limits", "-log-level", "error"}, &out, io.Discard)
+	require.NoError(t, err)
+	table := out.String()
+	require.NotContains(t, table, "| scenario |", table)
+	require.Contains(t, table, "| the box's limit, in this run | rate | p50 | p99 | CPU/req |", table)
+	require.Contains(t, table, "| "+limitHTTP+" | ", table)
+	require.Contains(t, table, "| "+limitSQLite+" | ", table)
 }
 
 // TestRunAgainst measures two servers and prints their ratio.

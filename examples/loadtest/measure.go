@@ -78,8 +78,11 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 		}
 		rows = append(rows, r)
 	}
-	fmt.Fprintf(stdout, "load average after: %s\n\n", loadAverage())
-	printTable(stdout, rows)
+	fmt.Fprintf(stdout, "load average after: %s\n", loadAverage())
+	if len(rows) > 1 {
+		fmt.Fprintln(stdout)
+		printTable(stdout, rows)
+	}
 	return nil
 }
 

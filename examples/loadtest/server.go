@@ -32,6 +32,7 @@ type serveConfig struct {
 	cpu      string     // profile files ("" = none)
 	mutex    string
 	block    string
+	bare     bool // serve only net/http's empty answer (the HTTP limit), no graphserver
 }
 
 // graphs are the loadtest's graphs: "echo", one node returning its input
@@ -66,6 +67,9 @@ func graphs() map[string]graphserver.Graph {
 // free loopback port. It prints "listening on http://HOST:PORT" to stdout
 // and serves until ctx ends.
 func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err error) {
+	if c.bare {
+		return serveBare(ctx, stdout)
+	}
 	stopProfiles, err := startProfiles(c)
 	if err != nil {
 		return err

@@ -146,6 +146,9 @@ func startProcess(ctx context.Context, o *options, stderr io.Writer) (*target, e
 		return nil, err
 	}
 	args := []string{"-serve", "-log-level", o.server.logLevel.String()}
+	if o.server.bare {
+		args = append(args, "-bare")
+	}
 	for flag, v := range map[string]string{"-db": o.server.db, "-cpuprofile": o.server.cpu,
 		"-mutexprofile": o.server.mutex, "-blockprofile": o.server.block} {
 		if v != "" {

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the driver graphserver's sqlite package uses
+)
+
+// The box's limits: what net/http and SQLite alone do on this machine, in
+// this run, so that each row can be read as a fraction of what the machine
+// allows (issue #15's "within a few × of what SQLite and net/http allow")
+// rather than as an absolute figure, which moves with the machine.
+
+// limitRows are the names of the limits table's rows.
+const (
+	limitHTTP   = "net/http on loopback: an empty JSON answer (its own process, the same clients)"
+	limitSQLite = "SQLite (modernc.org/sqlite): a one-row write transaction, WAL, synchronous NORMAL, one writer"
+)
+
+// measureLimits measures the HTTP and SQLite limits o.repeat times each
+// and prints their table.
+func measureLimits(ctx context.Context, o *options, stdout, stderr io.Writer) error {
+	bo := *o
+	bo.url, bo.processes = "", 1
+	bo.server = serveConfig{bare: true, logLevel: o.server.logLevel}
+	bare, err := startTarget(ctx, &bo, stderr)
+	if err != nil {
+		return fmt.Errorf("bare HTTP server: %w", err)
+	}
+	defer bare.stop()
+	if err := bare.waitReady(ctx); err != nil {
+		return fmt.Errorf("bare HTTP server: %w", err)
+	}
+	get := timed(func(ctx context.Context, t *target, _ int) error {
+		_, err := t.call(ctx, http.MethodGet, "/ok", "", http.StatusOK)
+		return err
+	})
+	if _, err := measure(ctx, bare, o.clients, max(o.n/10, o.clients), get); err != nil { // warm-up
+		return fmt.Errorf("bare HTTP server: %w", err)
+	}
+	var web, lite []result
+	for range o.repeat {
+		r, err := measure(ctx, bare, o.clients, o.n, get)
+		if err != nil {
+			return fmt.Errorf("bare HTTP server: %w", err)
+		}
+		web = append(web, r)
+		if r, err = sqliteWrites(ctx, o.n); err != nil {
+			return fmt.Errorf("SQLite writes: %w", err)
+		}
+		lite = append(lite, r)
+	}
+	rows := [][]string{{"the box's limit, in this run", "rate", "p50", "p99", "CPU/req"}, limitRow(limitHTTP, web), limitRow(limitSQLite, lite)}
+	fmt.Fprintln(stdout)
+	printTable(stdout, rows)
+	return nil
+}
+
+// limitRow renders a limit's measurements as row does a target's.
+func limitRow(name string, ms []result) []string {
+	return row(name, [][]result{ms})
+}
+
+// sqliteWrites commits n one-row transactions on a new SQLite file opened
+// as the sqlite package opens its writer (WAL, synchronous NORMAL, BEGIN
+// IMMEDIATE), from one goroutine: the rate of commits SQLite allows a
+// single writer, which every write of graphserver's SQLite driver shares.
+func sqliteWrites(ctx context.Context, n int) (result, error) {
+	dir, err := os.MkdirTemp("", "gs-loadtest-limit-")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	dsn := "file:" + filepath.Join(dir, "limit.db") +
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return result{}, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE items (id INTEGER PRIMARY KEY, value TEXT NOT NULL)`); err != nil {
+		return result{}, err
+	}
+	value := `{"text":"the quick brown fox","n":` + strings.Repeat("7", 64) + `}`
+	write := func() error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO items (value) VALUES (?)`, value); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+	for range max(n/10, 1) { // warm-up: the statement prepared, the file grown
+		if err := write(); err != nil {
+			return result{}, err
+		}
+	}
+	lat := make([]time.Duration, 0, n)
+	cpu0 := cpuTime(os.Getpid()) // this process does nothing else meanwhile
+	start := time.Now()
+	for range n {
+		t := time.Now()
+		if err := write(); err != nil {
+			return result{}, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	elapsed := time.Since(start)
+	cpu := cpuTime(os.Getpid()) - cpu0
+	slices.Sort(lat)
+	return result{rate: float64(n) / elapsed.Seconds(), p50: lat[n/2], p99: lat[n*99/100], cpu: cpu / time.Duration(n)}, nil
+}
+
+// serveBare serves an empty JSON object on every path with net/http alone
+// (the HTTP limit), on a free loopback port, until ctx ends.
+func serveBare(ctx context.Context, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	})}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	select {
+	case err = <-served:
+		return err
+	case <-ctx.Done():
+	}
+	_ = hs.Close()
+	<-served
+	return nil
+}
