@@ -133,11 +133,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		targets = append(targets, js)
 	}
+	// The limits are measured first, while every server is idle (a JS dev
+	// server works on for a while after a row's load), and printed last.
+	var limits [][]string
+	if o.limits && (o.only == "" || strings.Contains("limits", o.only)) {
+		for _, t := range targets {
+			if err := t.waitReady(ctx); err != nil {
+				return fmt.Errorf("%s at %s: %w", t.name, t.base, err)
+			}
+		}
+		if limits, err = measureLimits(ctx, o, stderr); err != nil {
+			return err
+		}
+	}
 	if err := loadTest(ctx, o, targets, stdout); err != nil {
 		return err
 	}
-	if o.limits && (o.only == "" || strings.Contains("limits", o.only)) {
-		return measureLimits(ctx, o, stdout, stderr)
+	if limits != nil {
+		fmt.Fprintln(stdout)
+		printTable(stdout, limits)
 	}
 	return nil
 }
