@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -131,23 +130,8 @@ func sqliteWrites(ctx context.Context, n int) (result, error) {
 // serveBare serves an empty JSON object on every path with net/http alone
 // (the HTTP limit), on a free loopback port, until ctx ends.
 func serveBare(ctx context.Context, stdout io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	return serveHTTP(ctx, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, "{}")
-	})}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	select {
-	case err = <-served:
-		return err
-	case <-ctx.Done():
-	}
-	_ = hs.Close()
-	<-served
-	return nil
+	}), stdout)
 }

@@ -111,11 +111,17 @@ func serve(ctx context.Context, c serveConfig, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer srv.Close(context.WithoutCancel(ctx))
+	return serveHTTP(ctx, httpapi.New(srv, httpapi.Options{}), stdout)
+}
+
+// serveHTTP serves h on a free loopback port, printing "listening on
+// http://HOST:PORT" to stdout, until ctx ends.
+func serveHTTP(ctx context.Context, h http.Handler, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{}), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
