@@ -328,7 +328,7 @@ func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 		var prev *putChain
 		for i, cp := range cps {
 			var err error
-			if prev, err = putCheckpoint(ctx, tx, cp, created[i], mds[i], lease, prev); err != nil {
+			if prev, err = putCheckpoint(ctx, tx, cp, created[i], mds[i], lease, prev, db.latest); err != nil {
 				return err
 			}
 		}
@@ -370,9 +370,9 @@ type putChain struct {
 // lease was checked in this transaction, and a checkpoint replaced (an id
 // taken already, which a run's new checkpoints never have) has the blobs
 // cp needs found by placer.scan instead.
-func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, md splitMD, run *runLease, prev *putChain) (*putChain, error) {
+func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, md splitMD, run *runLease, prev *putChain, cache *latestCache) (*putChain, error) {
 	if prev != nil && prev.ns == cp.NS && prev.id == cp.ParentCheckpointID && prev.id != cp.CheckpointID && prev.shared == md.shared {
-		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}}
+		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}, cache: cache}
 		return writeCheckpoint(ctx, tx, &p, cp, created, md, prev.mid)
 	}
 	var known struct {
@@ -410,7 +410,7 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 			return nil, err
 		}
 	}
-	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}}
+	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, cache: cache, replaced: known.Self.Valid}
 	for _, chans := range []sql.NullString{known.Parent, known.Self} {
 		if !chans.Valid {
 			continue
@@ -467,6 +467,15 @@ func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.Che
 	if err != nil {
 		return nil, fmt.Errorf("put checkpoint: %w", err)
 	}
+	if p.cache != nil && cp.NS == "" {
+		// The row as loadCheckpoint reads it back.
+		row := checkpointRow{TID: p.tid, NS: cp.NS, CheckpointID: checkpointID(cp.CheckpointID),
+			ParentCheckpointID: checkpointID(cp.ParentCheckpointID), RunID: checkpointID(cp.RunID),
+			CreatedAt: createdAtColumn(cp.CheckpointID, created), Metadata: md.inline,
+			Shared: sql.NullString{String: md.shared, Valid: md.shared != ""}, MetadataRunID: md.runFlag,
+			Channels: channels, Body: body}
+		p.cache.afterPut(p, cp, row, locs)
+	}
 	return &putChain{tid: p.tid, ns: cp.NS, id: cp.CheckpointID, locs: locs, shared: md.shared, mid: mid}, nil
 }
 
@@ -478,6 +487,34 @@ type placer struct {
 	ns     string
 	known  []map[string]chanLoc  // channels of the parent and of the checkpoint replaced
 	placed map[[2]string]chanLoc // channel, version -> stored by this put
+
+	// cache, when not nil, stages the thread's latest-checkpoint entry
+	// after a root checkpoint's write (latestCache.afterPut), from what
+	// put wrote; replaced tells that the write replaced a checkpoint.
+	cache    *latestCache
+	replaced bool
+	written  map[[2]string]writtenBlob
+}
+
+// writtenBlob is a blob put stored: where, its data as stored, and whether
+// it extends its base's chain (appended) or starts a chain linked to its
+// base (linked).
+type writtenBlob struct {
+	loc              chanLoc
+	data             []byte
+	appended, linked bool
+}
+
+// wrote records a blob put stored, for the cache.
+func (p *placer) wrote(ch, v string, b writtenBlob) {
+	if p.cache == nil {
+		return
+	}
+	if p.written == nil {
+		p.written = map[[2]string]writtenBlob{}
+	}
+	b.data = bytes.Clone(b.data) // the caller's record keeps its own
+	p.written[[2]string{ch, v}] = b
 }
 
 // find returns where version v of channel ch is stored, looking only at
@@ -546,6 +583,7 @@ func (p *placer) put(b driver.ChannelBlob) error {
 		} else if n == 1 { // the base was the tip of its chain
 			l.chain, l.seq = base.chain, base.seq+1
 			p.placed[[2]string{b.Channel, b.Version}] = l
+			p.wrote(b.Channel, b.Version, writtenBlob{loc: l, data: data, appended: true})
 			return nil
 		}
 		link = sql.NullInt64{Int64: base.chain, Valid: true}
@@ -558,6 +596,7 @@ func (p *placer) put(b driver.ChannelBlob) error {
 		return fmt.Errorf("put checkpoint blob: %w", err)
 	}
 	p.placed[[2]string{b.Channel, b.Version}] = l
+	p.wrote(b.Channel, b.Version, writtenBlob{loc: l, data: data, linked: link.Valid})
 	return nil
 }
 
@@ -687,6 +726,13 @@ func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*dr
 // getCheckpoint reads one checkpoint (the latest in ns when cpID is
 // empty) with its values and pending writes.
 func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string) (*driver.CheckpointRecord, error) {
+	cp, _, err := getCheckpointParts(ctx, q, threadID, ns, cpID, nil)
+	return cp, err
+}
+
+// getCheckpointParts is getCheckpoint, also returning the row read and,
+// when parts is not nil, collecting the parts of its values in it.
+func getCheckpointParts(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpID string, parts *valueParts) (*driver.CheckpointRecord, *checkpointRow, error) {
 	notFound := func() error {
 		if cpID == "" {
 			return graphserver.Errorf(graphserver.ENOTFOUND, "Thread %s has no checkpoint in namespace %q", threadID, ns)
@@ -704,15 +750,36 @@ func getCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID, ns, cpI
 			WHERE `+thread+` AND c.checkpoint_ns = ? AND c.checkpoint_id = ?`, threadID, ns, checkpointID(cpID))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound()
+		return nil, nil, notFound()
 	} else if err != nil {
-		return nil, fmt.Errorf("get checkpoint: %w", err)
+		return nil, nil, fmt.Errorf("get checkpoint: %w", err)
 	}
-	return loadCheckpoint(ctx, q, threadID, &r)
+	cp, err := loadCheckpoint(ctx, q, threadID, &r, parts)
+	return cp, &r, err
 }
 
 // loadCheckpoint decodes r and fills its values and pending writes.
-func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, r *checkpointRow) (*driver.CheckpointRecord, error) {
+func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string, r *checkpointRow, parts *valueParts) (*driver.CheckpointRecord, error) {
+	cp, locs, err := decodeCheckpointRow(threadID, r)
+	if err != nil {
+		return nil, err
+	}
+	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs, r.Channels, parts); err != nil {
+		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
+	}
+	cp.PendingWrites = []driver.PendingWrite{}
+	if !r.HasWrites {
+		return cp, nil
+	}
+	if cp.PendingWrites, err = loadWrites(ctx, q, r.TID, r.NS, cp.CheckpointID); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// decodeCheckpointRow decodes r, but for its values and pending writes,
+// and returns its channels' locations.
+func decodeCheckpointRow(threadID string, r *checkpointRow) (*driver.CheckpointRecord, map[string]chanLoc, error) {
 	cp := &driver.CheckpointRecord{
 		ThreadID: threadID, NS: r.NS, CheckpointID: string(r.CheckpointID), ParentCheckpointID: string(r.ParentCheckpointID),
 		RunID: string(r.RunID), Body: json.RawMessage(r.Body), ChannelVersions: map[string]string{},
@@ -720,21 +787,21 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	var err error
 	if r.CreatedAt.Valid {
 		if cp.CreatedAt, err = parseTime(r.CreatedAt.String); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else if t, ok := idTime(cp.CheckpointID); ok {
 		cp.CreatedAt = t
 	} else {
-		return nil, fmt.Errorf("checkpoint %s has no creation time", cp.CheckpointID)
+		return nil, nil, fmt.Errorf("checkpoint %s has no creation time", cp.CheckpointID)
 	}
 	if cp.Metadata, err = jsoncol.DecodeObject(r.Metadata); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.Shared.Valid {
 		// The parts' keys are distinct: the shared ones are added.
 		shared, err := jsoncol.DecodeObject(r.Shared.String)
 		if err != nil {
-			return nil, fmt.Errorf("decode shared checkpoint metadata: %w", err)
+			return nil, nil, fmt.Errorf("decode shared checkpoint metadata: %w", err)
 		}
 		if len(cp.Metadata) == 0 {
 			cp.Metadata = shared
@@ -747,22 +814,12 @@ func loadCheckpoint(ctx context.Context, q sqlx.QueryerContext, threadID string,
 	}
 	locs, err := decodeChannels(r.Channels)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for ch, l := range locs {
 		cp.ChannelVersions[ch] = l.version
 	}
-	if cp.Values, err = loadValues(ctx, q, r.TID, r.NS, locs, r.Channels); err != nil {
-		return nil, fmt.Errorf("checkpoint %s of thread %s: %w", cp.CheckpointID, threadID, err)
-	}
-	cp.PendingWrites = []driver.PendingWrite{}
-	if !r.HasWrites {
-		return cp, nil
-	}
-	if cp.PendingWrites, err = loadWrites(ctx, q, r.TID, r.NS, cp.CheckpointID); err != nil {
-		return nil, err
-	}
-	return cp, nil
+	return cp, locs, nil
 }
 
 // loadHeadsQuery reads, for each channel of a JSON object channel ->
@@ -821,7 +878,15 @@ func chainTail(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, ch str
 // one per chain longer than a row, again for each fork's link (rare). A
 // channel with no stored blob is left out; a chain with missing rows is an
 // error.
-func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc, channels string) (map[string]json.RawMessage, error) {
+// valueParts collects what loadValues read of each stored channel, for
+// latestCache: linked tells that a chain linked to another was read (its
+// parts are not kept).
+type valueParts struct {
+	chans  map[string]chanParts
+	linked bool
+}
+
+func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc, channels string, parts *valueParts) (map[string]json.RawMessage, error) {
 	values := map[string]json.RawMessage{}
 	inners := map[string][][]byte{} // channel -> appended elements, newest first
 	want := map[string]chanLoc{}
@@ -863,12 +928,20 @@ func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string
 			if h == nil {
 				return nil, fmt.Errorf("channel %s: chain %d has no row 0", ch, l.chain)
 			}
+			var tail []byte
 			if l.seq > 0 {
-				tail, err := chainTail(ctx, q, tid, ns, ch, l)
-				if err != nil {
+				var err error
+				if tail, err = chainTail(ctx, q, tid, ns, ch, l); err != nil {
 					return nil, err
 				}
 				inners[ch] = append(inners[ch], tail)
+			}
+			if parts != nil {
+				if h.link.Valid || arg != channels {
+					parts.linked = true
+				} else {
+					parts.chans[ch] = chanParts{loc: l, head: h.data, tail: tail}
+				}
 			}
 			if !h.link.Valid {
 				v, err := concatArrays(h.data, inners[ch])
@@ -977,7 +1050,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts driver.
 		}
 		out = make([]*driver.CheckpointRecord, 0, len(rows))
 		for i := range rows {
-			cp, err := loadCheckpoint(ctx, tx, threadID, &rows[i])
+			cp, err := loadCheckpoint(ctx, tx, threadID, &rows[i], nil)
 			if err != nil {
 				return err
 			}
@@ -1121,7 +1194,10 @@ func copyCheckpoints(ctx context.Context, tx *sqlx.Tx, sourceID, newID string) e
 // keepLatest drops every checkpoint of a thread but its latest
 // root one, which it stores again with full (non-delta) blobs, no parent,
 // and its pending writes.
-func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
+func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string, cache *latestCache) error {
+	// The latest checkpoint keeps its id but loses its parent: its cached
+	// entry would no longer match it.
+	cache.drop(threadID)
 	tid, ok, err := threadKey(ctx, tx, threadID)
 	if err != nil || !ok {
 		return err
@@ -1161,6 +1237,6 @@ func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = putCheckpoint(ctx, tx, cp, cp.CreatedAt, md, nil, nil)
+	_, err = putCheckpoint(ctx, tx, cp, cp.CreatedAt, md, nil, nil, nil)
 	return err
 }

@@ -115,3 +115,10 @@ func (db *DB) WALCheckpoints() int64 { return db.wal.runs.Load() }
 // WALRestarts returns how many checkpoints the writer has run for the log
 // to restart.
 func (db *DB) WALRestarts() int64 { return db.wal.restarts.Load() }
+
+// VerifyLatestCache turns db's latest-checkpoint cache on and compares each
+// of its hits with a read of storage (a difference fails the read).
+func VerifyLatestCache(db *DB) { db.latest.enabled.Store(true); db.latest.verify.Store(true) }
+
+// LatestCacheHits is how many reads db's latest-checkpoint cache answered.
+func LatestCacheHits(db *DB) int64 { return db.latest.hits.Load() }

@@ -213,14 +213,18 @@ func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoin
 	}
 	ctx := context.Background()
 	defer rollback(tx)
+	db.latest.discard(0)
+	defer db.latest.discard(0) // what a group that did not commit staged
 	ran := false
 	for i, r := range batch {
+		mark := db.latest.mark()
 		if savepoints {
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT grouped`); err != nil {
 				return fail(translate(fmt.Errorf("begin write: %w", err)))
 			}
 		}
 		if err := callFn(context.WithoutCancel(r.ctx), tx, r); err != nil {
+			db.latest.discard(mark)
 			results[i] = translate(err)
 			if !savepoints {
 				// Alone, the write fails by itself; else undo it alone.
@@ -244,6 +248,7 @@ func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoin
 		db.observeGroup(len(batch), time.Since(start), err)
 		if err == nil {
 			db.wal.committed()
+			db.latest.commit()
 		}
 		if err != nil {
 			return fail(translate(fmt.Errorf("commit: %w", err)))

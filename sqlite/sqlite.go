@@ -97,6 +97,7 @@ type DB struct {
 	assistants   assistantCache // decoded assistants, see GetAssistant
 	assistantGen *atomic.Int64  // the file's, see assistantGens
 	items        itemCache      // store item rows, see GetItem
+	latest       *latestCache   // threads' latest root checkpoints (latest_cache.go)
 	itemGen      *atomic.Int64  // the file's, see itemGens
 	exclusive    bool           // OpenOptions.Exclusive
 	holder       *holderLock    // this DB's lease holder id and lock (holder.go)
@@ -191,7 +192,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	db := &DB{Now: time.Now, path: path, writer: writer, wal: newWALCheckpointer()}
+	db := &DB{Now: time.Now, path: path, writer: writer, wal: newWALCheckpointer(), latest: newLatestCache(opts.Exclusive)}
 	ctx := context.Background()
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()

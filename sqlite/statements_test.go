@@ -28,19 +28,8 @@ import (
 // statements and commits; the bounds keep them from creeping back up. Not
 // parallel: the statement tracer sees every DB of the package.
 func TestStatementsPerRun(t *testing.T) {
-	db, err := sqlite.OpenWith(filepath.Join(t.TempDir(), "gs.db"), sqlite.OpenOptions{Exclusive: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
 	echo := graph.Func("echo", func(_ context.Context, input any) (any, error) { return input, nil })
-	srv, err := graphserver.New(graphserver.Options{Storage: db, Logger: slog.New(slog.DiscardHandler),
-		Graphs: map[string]graphserver.Graph{"echo": echo}, PollInterval: time.Hour})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start(t.Context()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
-		defer cancel()
-		_ = srv.Close(ctx)
-	})
+	_, srv := startExclusive(t, map[string]graphserver.Graph{"echo": echo})
 	th, err := srv.CreateThread(t.Context(), graphserver.ThreadCreate{})
 	require.NoError(t, err)
 
@@ -155,4 +144,23 @@ func TestStatementsPerGetItem(t *testing.T) {
 	}
 	require.Equal(t, []string{"SELECT id, value,"}, get("plain"), "the refresh, a write of store_items, dropped the cached item")
 	require.Empty(t, get("plain"))
+}
+
+// startExclusive starts a Server with graphs on a new file opened
+// Exclusive (as the quickstart opens it), closed with the test.
+func startExclusive(t *testing.T, graphs map[string]graphserver.Graph) (*sqlite.DB, *graphserver.Server) {
+	t.Helper()
+	db, err := sqlite.OpenWith(filepath.Join(t.TempDir(), "gs.db"), sqlite.OpenOptions{Exclusive: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	srv, err := graphserver.New(graphserver.Options{Storage: db, Logger: slog.New(slog.DiscardHandler),
+		Graphs: graphs, PollInterval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(ctx)
+	})
+	return db, srv
 }

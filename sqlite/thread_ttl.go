@@ -30,7 +30,7 @@ func (db *DB) SweepExpiredThreads(ctx context.Context, now time.Time, limit int)
 		}
 		for _, r := range rows {
 			if r.Strategy == graphserver.PruneKeepLatest {
-				if err := keepLatest(ctx, tx, r.ID); err != nil {
+				if err := keepLatest(ctx, tx, r.ID, db.latest); err != nil {
 					return fmt.Errorf("expire thread %s: %w", r.ID, err)
 				}
 				if _, err := tx.ExecContext(ctx, `UPDATE threads SET ttl_expires_at = NULL WHERE thread_id = ?`, r.ID); err != nil {

@@ -452,7 +452,7 @@ func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, f
 				if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE thread_id = ?`, id); err != nil {
 					return fmt.Errorf("prune thread %s: %w", id, err)
 				}
-			} else if err := keepLatest(ctx, tx, id); err != nil {
+			} else if err := keepLatest(ctx, tx, id, db.latest); err != nil {
 				return fmt.Errorf("prune thread %s: %w", id, err)
 			}
 			count++
