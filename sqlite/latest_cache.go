@@ -18,16 +18,18 @@ import (
 )
 
 // latestCache keeps, on a file opened Exclusive, the latest root
-// checkpoint of threads whose checkpoints this DB wrote, as a read would
-// return it: a thread run's creation reads its thread's latest checkpoint
-// on the writer (the preload, see graphserver's preloadCheckpoint), and
-// with the entry that read is one indexed look-up of the latest
-// checkpoint's id instead of its row, its blobs and their decoding.
+// checkpoint of threads whose checkpoints this DB wrote or read last, as a
+// read would return it: a thread run's creation reads its thread's latest
+// checkpoint on the writer (the preload, see graphserver's
+// preloadCheckpoint), and with the entry that read is one indexed look-up
+// of the latest checkpoint's id instead of its row, its blobs and their
+// decoding.
 //
 // An entry is made by the write of a root checkpoint whose parent is the
 // thread's entry (or that has no parent), from the entry and the blobs
-// written, and counts only once its transaction committed (staged until
-// then); a root write that cannot make one drops the thread's entry. An
+// written, or by a read of the latest checkpoint on the writer (readLatest),
+// and counts only once its transaction committed (staged until then); a
+// root write that cannot make one drops the thread's entry. An
 // entry is used only when the thread's latest root checkpoint in storage
 // is still its checkpoint (same thread key, same id, no pending writes),
 // checked in the reading transaction, so that every other change of the
