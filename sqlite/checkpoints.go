@@ -372,7 +372,7 @@ type putChain struct {
 // cp needs found by placer.scan instead.
 func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, md splitMD, run *runLease, prev *putChain, cache *latestCache) (*putChain, error) {
 	if prev != nil && prev.ns == cp.NS && prev.id == cp.ParentCheckpointID && prev.id != cp.CheckpointID && prev.shared == md.shared {
-		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}, cache: cache}
+		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}, cache: cache.forPut(cp.NS)}
 		return writeCheckpoint(ctx, tx, &p, cp, created, md, prev.mid)
 	}
 	var known struct {
@@ -410,7 +410,7 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 			return nil, err
 		}
 	}
-	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, cache: cache, replaced: known.Self.Valid}
+	p := placer{ctx: ctx, tx: tx, tid: tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, cache: cache.forPut(cp.NS), replaced: known.Self.Valid}
 	for _, chans := range []sql.NullString{known.Parent, known.Self} {
 		if !chans.Valid {
 			continue
@@ -467,7 +467,7 @@ func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.Che
 	if err != nil {
 		return nil, fmt.Errorf("put checkpoint: %w", err)
 	}
-	if p.cache != nil && cp.NS == "" {
+	if p.cache != nil {
 		// The row as loadCheckpoint reads it back.
 		row := checkpointRow{TID: p.tid, NS: cp.NS, CheckpointID: checkpointID(cp.CheckpointID),
 			ParentCheckpointID: checkpointID(cp.ParentCheckpointID), RunID: checkpointID(cp.RunID),
@@ -488,9 +488,10 @@ type placer struct {
 	known  []map[string]chanLoc  // channels of the parent and of the checkpoint replaced
 	placed map[[2]string]chanLoc // channel, version -> stored by this put
 
-	// cache, when not nil, stages the thread's latest-checkpoint entry
-	// after a root checkpoint's write (latestCache.afterPut), from what
-	// put wrote; replaced tells that the write replaced a checkpoint.
+	// cache, when not nil (a root checkpoint, the cache on: forPut),
+	// stages the thread's latest-checkpoint entry after the write
+	// (latestCache.afterPut), from what put wrote; replaced tells that the
+	// write replaced a checkpoint.
 	cache    *latestCache
 	replaced bool
 	written  map[[2]string]writtenBlob
@@ -873,11 +874,6 @@ func chainTail(ctx context.Context, q sqlx.QueryerContext, tid int64, ns, ch str
 	return nil, fmt.Errorf("channel %s: chain %d rows out of order", ch, l.chain)
 }
 
-// loadValues reconstructs the full value of every stored channel in locs,
-// the decoded channels column: one query for the first row of every chain,
-// one per chain longer than a row, again for each fork's link (rare). A
-// channel with no stored blob is left out; a chain with missing rows is an
-// error.
 // valueParts collects what loadValues read of each stored channel, for
 // latestCache: linked tells that a chain linked to another was read (its
 // parts are not kept).
@@ -886,6 +882,11 @@ type valueParts struct {
 	linked bool
 }
 
+// loadValues reconstructs the full value of every stored channel in locs,
+// the decoded channels column: one query for the first row of every chain,
+// one per chain longer than a row, again for each fork's link (rare). A
+// channel with no stored blob is left out; a chain with missing rows is an
+// error. parts, when not nil, collects the parts of each value.
 func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string, locs map[string]chanLoc, channels string, parts *valueParts) (map[string]json.RawMessage, error) {
 	values := map[string]json.RawMessage{}
 	inners := map[string][][]byte{} // channel -> appended elements, newest first

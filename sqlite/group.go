@@ -213,7 +213,6 @@ func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoin
 	}
 	ctx := context.Background()
 	defer rollback(tx)
-	db.latest.discard(0)
 	defer db.latest.discard(0) // what a group that did not commit staged
 	ran := false
 	for i, r := range batch {

@@ -93,11 +93,9 @@ func newLatestCache(exclusive bool) *latestCache {
 	return c
 }
 
-// lookup returns a thread's entry: the one staged last in this group (nil
-// for a staged drop), or the committed one.
-func (c *latestCache) lookup(threadID string) *latestEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// lookupLocked returns a thread's entry: the one staged last in this
+// group (nil for a staged drop), or the committed one. c.mu is held.
+func (c *latestCache) lookupLocked(threadID string) *latestEntry {
 	for i := len(c.staged) - 1; i >= 0; i-- {
 		if c.staged[i].threadID == threadID {
 			return c.staged[i].entry
@@ -117,6 +115,10 @@ func (c *latestCache) committed(threadID string) *latestEntry {
 func (c *latestCache) drop(threadID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dropLocked(threadID)
+}
+
+func (c *latestCache) dropLocked(threadID string) {
 	c.remove(threadID)
 	for i := range c.staged {
 		if c.staged[i].threadID == threadID {
@@ -172,20 +174,26 @@ func (c *latestCache) commit() {
 	c.truncate(0)
 }
 
+// forPut returns c when the put of a checkpoint in namespace ns may stage
+// an entry (a root checkpoint, the cache on), nil otherwise: a placer
+// without a cache records nothing of what it writes.
+func (c *latestCache) forPut(ns string) *latestCache {
+	if c == nil || ns != "" || !c.enabled.Load() {
+		return nil
+	}
+	return c
+}
+
 // afterPut records the root checkpoint cp just written through p (its row
 // as stored, its channels' locations): it stages the thread's new entry,
 // made from the entry of cp's parent and the blobs p wrote, or the
 // thread's drop when it cannot be made.
 func (c *latestCache) afterPut(p *placer, cp *driver.CheckpointRecord, row checkpointRow, locs map[string]chanLoc) {
-	if !c.enabled.Load() {
-		return
-	}
-	parent := c.lookup(cp.ThreadID)
-	c.drop(cp.ThreadID) // until the group commits
-	entry := c.nextEntry(p, cp, row, locs, parent)
 	c.mu.Lock()
-	c.staged = append(c.staged, stagedLatest{threadID: cp.ThreadID, entry: entry})
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	parent := c.lookupLocked(cp.ThreadID)
+	c.dropLocked(cp.ThreadID) // until the group commits
+	c.staged = append(c.staged, stagedLatest{threadID: cp.ThreadID, entry: c.nextEntry(p, cp, row, locs, parent)})
 }
 
 func (c *latestCache) nextEntry(p *placer, cp *driver.CheckpointRecord, row checkpointRow, locs map[string]chanLoc, parent *latestEntry) *latestEntry {
@@ -200,7 +208,6 @@ func (c *latestCache) nextEntry(p *placer, cp *driver.CheckpointRecord, row chec
 		return nil
 	}
 	e := &latestEntry{row: row, chans: make(map[string]chanParts, len(locs))}
-	e.size = len(row.Metadata) + len(row.Shared.String) + len(row.Channels) + len(row.Body) + 256
 	for ch, l := range locs {
 		if !l.stored {
 			continue
@@ -225,9 +232,17 @@ func (c *latestCache) nextEntry(p *placer, cp *driver.CheckpointRecord, row chec
 			return nil
 		}
 		e.chans[ch] = parts
-		e.size += len(ch) + len(parts.head) + len(parts.tail)
 	}
+	e.setSize()
 	return e
+}
+
+// setSize sets e.size, roughly the bytes e holds.
+func (e *latestEntry) setSize() {
+	e.size = len(e.row.Metadata) + len(e.row.Shared.String) + len(e.row.Channels) + len(e.row.Body) + 256
+	for ch, p := range e.chans {
+		e.size += len(ch) + len(p.head) + len(p.tail)
+	}
 }
 
 // joinTail appends a chain row's elements to the elements before it, as
@@ -271,12 +286,19 @@ const latestKnownQuery = `SELECT c.tid, c.checkpoint_id, EXISTS (SELECT 1 FROM c
 	FROM checkpoints AS c WHERE c.tid = (SELECT tid FROM checkpoint_threads WHERE thread_id = ?) AND c.checkpoint_ns = ''
 	ORDER BY c.checkpoint_id DESC LIMIT 1`
 
-// getLatest returns a thread's latest root checkpoint from its entry, when
-// it has one that still matches storage (read in tx); nil otherwise.
-func (c *latestCache) getLatest(ctx context.Context, tx *sqlx.Tx, threadID string) (*driver.CheckpointRecord, error) {
-	if !c.enabled.Load() {
-		return nil, nil
+// get reads a thread's latest root checkpoint in tx: from the thread's
+// entry when it still matches storage, else from storage (readLatest).
+func (c *latestCache) get(ctx context.Context, tx *sqlx.Tx, threadID string) (*driver.CheckpointRecord, error) {
+	cp, err := c.cached(ctx, tx, threadID)
+	if cp != nil || err != nil {
+		return cp, err
 	}
+	return c.readLatest(ctx, tx, threadID)
+}
+
+// cached returns a thread's latest root checkpoint from its entry, when it
+// has one that still matches storage (read in tx); nil otherwise.
+func (c *latestCache) cached(ctx context.Context, tx *sqlx.Tx, threadID string) (*driver.CheckpointRecord, error) {
 	e := c.committed(threadID)
 	if e == nil {
 		return nil, nil
@@ -322,10 +344,7 @@ func (c *latestCache) readLatest(ctx context.Context, tx *sqlx.Tx, threadID stri
 		parts.chans[ch] = p
 	}
 	e := &latestEntry{row: *row, chans: parts.chans}
-	e.size = len(row.Metadata) + len(row.Shared.String) + len(row.Channels) + len(row.Body) + 256
-	for ch, p := range parts.chans {
-		e.size += len(ch) + len(p.head) + len(p.tail)
-	}
+	e.setSize()
 	c.mu.Lock()
 	c.staged = append(c.staged, stagedLatest{threadID: threadID, entry: e})
 	c.mu.Unlock()

@@ -303,13 +303,8 @@ func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 // connection, whose cache holds the pages the thread's last writes
 // touched.
 func (t *txn) GetCheckpoint(ctx context.Context, threadID, ns, checkpointID string) (*driver.CheckpointRecord, error) {
-	if ns == "" && checkpointID == "" {
-		if cp, err := t.db.latest.getLatest(ctx, t.tx, threadID); cp != nil || err != nil {
-			return cp, err
-		}
-		if t.db.latest.enabled.Load() {
-			return t.db.latest.readLatest(ctx, t.tx, threadID)
-		}
+	if ns == "" && checkpointID == "" && t.db.latest.enabled.Load() {
+		return t.db.latest.get(ctx, t.tx, threadID)
 	}
 	return getCheckpoint(ctx, t.tx, threadID, ns, checkpointID)
 }
