@@ -641,7 +641,7 @@ func (s *Server) endedRun(ctx context.Context, threadID, runID string) (*Run, *T
 }
 
 func marshalOutput(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := record.MarshalJSON(v)
 	if err != nil {
 		return json.RawMessage(`{}`)
 	}

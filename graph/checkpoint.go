@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // A list channel (Append, AddMessages) is stored as deltas: each version
@@ -141,7 +142,7 @@ func encodeBody(c *ckpt) (json.RawMessage, error) {
 			for ch, v := range m {
 				counters[ch] = top - vcounter(v)
 			}
-			raw, err := json.Marshal(counters)
+			raw, err := record.MarshalJSON(counters)
 			if err != nil {
 				return nil, err
 			}
@@ -149,13 +150,54 @@ func encodeBody(c *ckpt) (json.RawMessage, error) {
 		}
 	}
 	if c.hasStart {
-		raw, err := json.Marshal(c.start)
+		raw, err := record.MarshalJSON(c.start)
 		if err != nil {
 			return nil, fmt.Errorf("encode checkpoint input: %w", err)
 		}
 		b.Start = raw
 	}
-	return json.Marshal(b)
+	return b.marshal()
+}
+
+// marshal encodes b as json.Marshal does, each field with
+// record.AppendJSON: a checkpoint's body is encoded at every step.
+func (b *body) marshal() (json.RawMessage, error) {
+	out := make([]byte, 0, 128)
+	var err error
+	field := func(name string, v any) {
+		if err != nil {
+			return
+		}
+		if len(out) == 0 {
+			out = append(out, '{')
+		} else {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, '"'), name...), `":`...)
+		out, err = record.AppendJSON(out, v)
+	}
+	if len(b.T) > 0 {
+		field("t", b.T)
+	}
+	if len(b.S) > 0 {
+		field("s", b.S)
+	}
+	if len(b.Sends) > 0 {
+		field("sends", b.Sends)
+	}
+	if len(b.Start) > 0 {
+		field("start", b.Start)
+	}
+	if len(b.J) > 0 {
+		field("j", b.J)
+	}
+	if len(b.F) > 0 {
+		field("f", b.F)
+	}
+	if len(out) == 0 {
+		out = append(out, '{')
+	}
+	return append(out, '}'), err
 }
 
 // decodeBody fills c, whose versions are set, from a body written by
@@ -357,13 +399,13 @@ func (t tracker) record(c *ckpt, g *Compiled, threadID, runID, parentID string) 
 		blob := driver.ChannelBlob{Channel: k, Version: v}
 		if ch != nil && ch.appendable() && isList && p != nil && p.appendOnly && p.version != "" &&
 			len(l) >= p.length {
-			data, err := json.Marshal(l[p.length:])
+			data, err := record.MarshalJSON(l[p.length:])
 			if err != nil {
 				return nil, fmt.Errorf("encode channel %s: %w", k, err)
 			}
 			blob.Base, blob.Data = p.version, data
 		} else {
-			data, err := json.Marshal(val)
+			data, err := record.MarshalJSON(val)
 			if err != nil {
 				return nil, fmt.Errorf("encode channel %s: %w", k, err)
 			}

@@ -74,3 +74,22 @@ func TestBodyRoundTrip(t *testing.T) {
 	require.True(t, f.hasStart)
 	require.NoError(t, decodeBody(f, json.RawMessage(nil)))
 }
+
+// TestBodyMarshal checks that body.marshal encodes as json.Marshal does:
+// a checkpoint's body column holds the same bytes as before it.
+func TestBodyMarshal(t *testing.T) {
+	t.Parallel()
+	for _, b := range []body{
+		{},
+		{T: map[string]int{"agent": 0, "__start__": 2}},
+		{S: map[string]json.RawMessage{"echo": json.RawMessage(`1`), "tools": json.RawMessage(`{"agent":2}`)}, F: []string{"x"}},
+		{Sends: []Send{{Node: "n", Arg: map[string]any{"<a>": 1.0}}}, Start: json.RawMessage(`{"x":"hi"}`), J: map[string][]string{"join": {"a", "b"}}},
+		{T: map[string]int{}, S: map[string]json.RawMessage{}, F: []string{}},
+	} {
+		want, err := json.Marshal(b)
+		require.NoError(t, err)
+		got, err := b.marshal()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // task is one unit of work of a superstep.
@@ -1246,7 +1247,7 @@ func (r *runner) putWrites(ctx context.Context, cs *ckpt, t *task) error {
 }
 
 func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := record.MarshalJSON(v)
 	if err != nil {
 		return json.RawMessage("null")
 	}

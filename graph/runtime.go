@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // runCtx is shared by the runners of one run (root and subgraphs).
@@ -78,7 +79,7 @@ func newRunCtx(req *graphserver.GraphRun, emit func(graphserver.StreamPart)) *ru
 }
 
 func (rc *runCtx) send(ns []string, event string, data any) {
-	b, err := json.Marshal(data)
+	b, err := record.MarshalJSON(data)
 	if err != nil {
 		b = []byte("null")
 	}

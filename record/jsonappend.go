@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -30,6 +31,38 @@ func (o Object) AppendJSON(b []byte) ([]byte, error) {
 	}
 	return appendJSONMap(b, o, 0)
 }
+
+// AppendJSON appends v's JSON encoding to b: what json.Marshal(v) gives,
+// byte for byte. The values decoding yields and the maps and slices of
+// strings and ints are encoded without reflection; any other value (a
+// struct, a type with its own MarshalJSON) is json.Marshal's.
+func AppendJSON(b []byte, v any) ([]byte, error) {
+	return appendJSONValue(b, v, 0)
+}
+
+// MarshalJSON returns json.Marshal(v), byte for byte, encoded as
+// AppendJSON encodes it into a pooled buffer and copied out: one
+// allocation of the result's size for the values AppendJSON encodes
+// itself.
+func MarshalJSON(v any) ([]byte, error) {
+	bp := marshalBuffers.Get().(*[]byte)
+	b, err := appendJSONValue((*bp)[:0], v, 0)
+	var out []byte
+	if err == nil {
+		out = bytes.Clone(b)
+	}
+	if cap(b) <= marshalBufferMax {
+		*bp = b
+		marshalBuffers.Put(bp)
+	}
+	return out, err
+}
+
+// marshalBuffers are MarshalJSON's buffers; one grown past
+// marshalBufferMax is left to the collector.
+var marshalBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const marshalBufferMax = 64 << 10
 
 // appendJSONValue appends v as json.Marshal encodes it.
 func appendJSONValue(b []byte, v any, depth int) ([]byte, error) {
@@ -74,8 +107,50 @@ func appendJSONValue(b []byte, v any, depth int) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
+	case json.RawMessage:
+		return appendJSONRaw(b, v)
+	case []string:
+		return appendJSONStrings(b, v), nil
+	case map[string]string:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		return appendJSONSorted(b, v, func(b []byte, s string) ([]byte, error) { return appendJSONString(b, s), nil })
+	case map[string]int:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		return appendJSONSorted(b, v, func(b []byte, n int) ([]byte, error) { return strconv.AppendInt(b, int64(n), 10), nil })
+	case map[string]json.RawMessage:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		return appendJSONSorted(b, v, appendJSONRaw)
 	}
 	return appendMarshal(b, v)
+}
+
+// appendJSONSorted appends a non-nil map with its keys sorted.
+func appendJSONSorted[V any](b []byte, m map[string]V, appendValue func([]byte, V) ([]byte, error)) ([]byte, error) {
+	var buf [16]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, strings.Compare)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendValue(b, m[k]); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // appendJSONMap appends a non-nil map with its keys sorted.
@@ -132,6 +207,9 @@ func appendJSONFloat(b []byte, f float64) ([]byte, error) {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s quoted as json.Marshal quotes it.
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
 
 // appendJSONString appends s quoted as encoding/json quotes it, escaping
 // HTML characters, U+2028 and U+2029, and replacing invalid UTF-8.

@@ -20,7 +20,9 @@ var jsonValues = []any{
 	123456789012345680000.0, 1e-6, 1e-7, -2.5e-9, 1.7976931348623157e308, 5e-324, 0.1, 3, int64(-7), []any{}, []any(nil),
 	[]any{1.0, "x", nil, []any{true}}, map[string]any{}, map[string]any(nil), record.Object(nil), record.Object{"z": 1.0},
 	map[string]any{"b": 1.0, "a": map[string]any{"<k>": "v", "": []any{}}, "A": "upper", "é": "accent", "a\x00": 0.0},
-	[]string{"typed", "slice"}, struct {
+	[]string{"typed", "slice"}, []string(nil), map[string]string{"b": "<2>", "a": "1"}, map[string]string(nil),
+	map[string]int{"z": -3, "y": 0, "x\u2028": 1 << 40}, map[string]int(nil), json.RawMessage(nil),
+	map[string]json.RawMessage{"r": json.RawMessage(` [ "<x>" ] `), "": json.RawMessage(`1`)}, map[string]json.RawMessage(nil), struct {
 		X int `json:"x"`
 	}{1}, json.RawMessage(` { "raw" : [1, 2] } `), time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 }
@@ -54,6 +56,36 @@ func TestObjectAppendJSON(t *testing.T) {
 	cyclic["self"] = cyclic
 	_, err = record.Object(cyclic).AppendJSON(nil)
 	require.Error(t, err)
+}
+
+// TestAppendJSON checks that AppendJSON encodes every value byte for byte
+// as json.Marshal does, and fails where it fails.
+func TestAppendJSON(t *testing.T) {
+	t.Parallel()
+	for i, v := range jsonValues {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		got, err := record.AppendJSON([]byte("prefix"), v)
+		require.NoError(t, err)
+		require.Equal(t, "prefix"+string(want), string(got), "value %d: %#v", i, v)
+		got, err = record.MarshalJSON(v)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "value %d: %#v", i, v)
+	}
+	for _, bad := range []any{math.NaN(), json.RawMessage(`{"open":`), []any{make(chan int)}, map[string]json.RawMessage{"bad": json.RawMessage(`[`)}} {
+		_, want := json.Marshal(bad)
+		require.Error(t, want)
+		_, err := record.AppendJSON(nil, bad)
+		require.EqualError(t, err, want.Error())
+		_, err = record.MarshalJSON(bad)
+		require.EqualError(t, err, want.Error())
+	}
+	// A result is the caller's: the pooled buffer is not handed out.
+	a, err := record.MarshalJSON(map[string]any{"a": "first"})
+	require.NoError(t, err)
+	_, err = record.MarshalJSON(map[string]any{"b": "second"})
+	require.NoError(t, err)
+	require.Equal(t, `{"a":"first"}`, string(a))
 }
 
 // plainThread is record.Thread encoded by reflection, as before

@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/graphserver/graphserver"
+	"github.com/graphserver/graphserver/record"
 )
 
 // ArrayInner returns the text between the brackets of a JSON array (its
@@ -27,12 +29,33 @@ func Object(o map[string]any) (string, error) {
 	if len(o) == 0 {
 		return "{}", nil
 	}
-	b, err := graphserver.Object(o).AppendJSON(nil)
+	s, err := encode(func(b []byte) ([]byte, error) { return graphserver.Object(o).AppendJSON(b) })
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
 	}
-	return string(b), nil
+	return s, nil
 }
+
+// encode returns what appendTo appends to an empty buffer, as a string,
+// appended to a pooled buffer: one allocation, the string's.
+func encode(appendTo func([]byte) ([]byte, error)) (string, error) {
+	bp := buffers.Get().(*[]byte)
+	b, err := appendTo((*bp)[:0])
+	s := ""
+	if err == nil {
+		s = string(b)
+	}
+	if cap(b) <= bufferMax {
+		*bp = b
+		buffers.Put(bp)
+	}
+	return s, err
+}
+
+// buffers are encode's; one grown past bufferMax is left to the collector.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const bufferMax = 64 << 10
 
 // DecodeObject reads a JSON object column; "", "null" and "{}" give an
 // empty object. The result is json.Unmarshal's, without its reflection for
@@ -53,20 +76,20 @@ func DecodeObject(s string) (graphserver.Object, error) {
 
 // Value renders any value for a JSON column.
 func Value(v any) (string, error) {
-	b, err := json.Marshal(v)
+	s, err := encode(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
 	}
-	return string(b), nil
+	return s, nil
 }
 
 // Kwargs renders a run's kwargs for their column (RunKwargs.AppendJSON).
 func Kwargs(k *graphserver.RunKwargs) (string, error) {
-	b, err := k.AppendJSON(nil)
+	s, err := encode(k.AppendJSON)
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
 	}
-	return string(b), nil
+	return s, nil
 }
 
 // Interrupts returns m, or an empty map for nil, so a thread's interrupts
