@@ -23,6 +23,7 @@ import (
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
+	"github.com/graphserver/graphserver/record"
 )
 
 // checkpointRow is a checkpoints row joined with its shared metadata.
@@ -219,18 +220,6 @@ func (l *chanLoc) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// decodeChannels reads a channels column.
-func decodeChannels(s string) (map[string]chanLoc, error) {
-	locs := map[string]chanLoc{}
-	if s == "" || s == "{}" {
-		return locs, nil
-	}
-	if err := json.Unmarshal([]byte(s), &locs); err != nil {
-		return nil, fmt.Errorf("decode checkpoint channels: %w", err)
-	}
-	return locs, nil
-}
-
 // inlineMetadataKeys are the metadata keys that vary from one checkpoint to
 // the next; they are stored in the checkpoint row, the rest once per thread
 // in checkpoint_metadata.
@@ -245,30 +234,57 @@ type splitMD struct {
 }
 
 // splitMetadata splits checkpoint metadata into its inline and shared
-// parts, encoded.
+// parts, each encoded as jsoncol.Object encodes the map of its keys: in
+// one pass over the sorted keys, as a run's last checkpoints are saved on
+// SQLite's single writer (Tx.PutCheckpoints).
 func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
-	in, sh := map[string]any{}, map[string]any{}
+	var buf [16]string
+	keys := buf[:0]
+	for k := range md {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, strings.Compare)
 	var out splitMD
-	for k, v := range md {
+	in, sh := make([]byte, 0, 96), []byte(nil)
+	var err error
+	for _, k := range keys {
+		v := md[k]
 		switch {
 		case inlineMetadataKeys[k]:
-			in[k] = v
+			in, err = appendMember(in, k, v)
 		case k == "run_id" && runID != "" && v == any(runID):
 			out.runFlag = true
 		default:
-			sh[k] = v
+			if sh == nil {
+				sh = make([]byte, 0, 256)
+			}
+			sh, err = appendMember(sh, k, v)
+		}
+		if err != nil {
+			return splitMD{}, graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
 		}
 	}
-	var err error
-	if out.inline, err = jsoncol.Object(in); err != nil {
-		return splitMD{}, err
+	out.inline = "{}"
+	if len(in) > 0 {
+		out.inline = string(append(in, '}'))
 	}
 	if len(sh) > 0 {
-		if out.shared, err = jsoncol.Object(sh); err != nil {
-			return splitMD{}, err
-		}
+		out.shared = string(append(sh, '}'))
 	}
 	return out, nil
+}
+
+// appendMember appends "k":v to the members of a JSON object in b (opening
+// it when b is empty).
+func appendMember(b []byte, k string, v any) ([]byte, error) {
+	if len(b) == 0 {
+		b = append(b, '{')
+	} else {
+		b = append(b, ',')
+	}
+	b = record.AppendJSONString(b, k)
+	b = append(b, ':')
+	return record.AppendJSON(b, v)
 }
 
 // metadataExpr is the SQL expression of a checkpoint's whole metadata (c
@@ -447,15 +463,12 @@ func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.Che
 		}
 		locs[ch] = l
 	}
-	channels, err := jsoncol.Value(locs)
-	if err != nil {
-		return nil, err
-	}
+	channels := encodeChannels(locs)
 	body := "null"
 	if len(cp.Body) > 0 {
 		body = string(cp.Body)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (tid, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+	_, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (tid, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
 			created_at, metadata, shared_metadata, metadata_run_id, channels, body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tid, checkpoint_ns, checkpoint_id) DO UPDATE SET
