@@ -234,9 +234,9 @@ type splitMD struct {
 }
 
 // splitMetadata splits checkpoint metadata into its inline and shared
-// parts, each encoded as jsoncol.Object encodes the map of its keys: in
-// one pass over the sorted keys, as a run's last checkpoints are saved on
-// SQLite's single writer (Tx.PutCheckpoints).
+// parts, each encoded as jsoncol.Object encodes the map of its keys, from
+// md's sorted keys into pooled buffers: a run's last checkpoints are saved
+// on SQLite's single writer (Tx.PutCheckpoints).
 func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
 	var buf [16]string
 	keys := buf[:0]
@@ -245,31 +245,35 @@ func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
 	}
 	slices.SortFunc(keys, strings.Compare)
 	var out splitMD
-	in, sh := make([]byte, 0, 96), []byte(nil)
-	var err error
-	for _, k := range keys {
-		v := md[k]
-		switch {
-		case inlineMetadataKeys[k]:
-			in, err = appendMember(in, k, v)
-		case k == "run_id" && runID != "" && v == any(runID):
-			out.runFlag = true
-		default:
-			if sh == nil {
-				sh = make([]byte, 0, 256)
+	if v, ok := md["run_id"]; ok && runID != "" && v == any(runID) {
+		out.runFlag = true
+	}
+	part := func(inline bool) (string, error) {
+		return jsoncol.Encode(func(b []byte) ([]byte, error) {
+			var err error
+			for _, k := range keys {
+				if inlineMetadataKeys[k] != inline || (!inline && k == "run_id" && out.runFlag) {
+					continue
+				}
+				if b, err = appendMember(b, k, md[k]); err != nil {
+					return b, graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
+				}
 			}
-			sh, err = appendMember(sh, k, v)
-		}
-		if err != nil {
-			return splitMD{}, graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
-		}
+			if len(b) == 0 {
+				return b, nil
+			}
+			return append(b, '}'), nil
+		})
 	}
-	out.inline = "{}"
-	if len(in) > 0 {
-		out.inline = string(append(in, '}'))
+	var err error
+	if out.inline, err = part(true); err != nil {
+		return splitMD{}, err
 	}
-	if len(sh) > 0 {
-		out.shared = string(append(sh, '}'))
+	if out.inline == "" {
+		out.inline = "{}"
+	}
+	if out.shared, err = part(false); err != nil {
+		return splitMD{}, err
 	}
 	return out, nil
 }

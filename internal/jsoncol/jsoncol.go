@@ -29,16 +29,16 @@ func Object(o map[string]any) (string, error) {
 	if len(o) == 0 {
 		return "{}", nil
 	}
-	s, err := encode(func(b []byte) ([]byte, error) { return graphserver.Object(o).AppendJSON(b) })
+	s, err := Encode(func(b []byte) ([]byte, error) { return graphserver.Object(o).AppendJSON(b) })
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
 	}
 	return s, nil
 }
 
-// encode returns what appendTo appends to an empty buffer, as a string,
+// Encode returns what appendTo appends to an empty buffer, as a string,
 // appended to a pooled buffer: one allocation, the string's.
-func encode(appendTo func([]byte) ([]byte, error)) (string, error) {
+func Encode(appendTo func([]byte) ([]byte, error)) (string, error) {
 	bp := buffers.Get().(*[]byte)
 	b, err := appendTo((*bp)[:0])
 	s := ""
@@ -52,7 +52,7 @@ func encode(appendTo func([]byte) ([]byte, error)) (string, error) {
 	return s, err
 }
 
-// buffers are encode's; one grown past bufferMax is left to the collector.
+// buffers are Encode's; one grown past bufferMax is left to the collector.
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 const bufferMax = 64 << 10
@@ -76,7 +76,7 @@ func DecodeObject(s string) (graphserver.Object, error) {
 
 // Value renders any value for a JSON column.
 func Value(v any) (string, error) {
-	s, err := encode(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
+	s, err := Encode(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
 	}
@@ -85,7 +85,7 @@ func Value(v any) (string, error) {
 
 // Kwargs renders a run's kwargs for their column (RunKwargs.AppendJSON).
 func Kwargs(k *graphserver.RunKwargs) (string, error) {
-	s, err := encode(k.AppendJSON)
+	s, err := Encode(k.AppendJSON)
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
 	}
