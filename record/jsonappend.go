@@ -155,25 +155,7 @@ func appendJSONSorted[V any](b []byte, m map[string]V, appendValue func([]byte, 
 
 // appendJSONMap appends a non-nil map with its keys sorted.
 func appendJSONMap(b []byte, m map[string]any, depth int) ([]byte, error) {
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, strings.Compare)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		var err error
-		if b, err = appendJSONValue(b, m[k], depth+1); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
+	return appendJSONSorted(b, m, func(b []byte, v any) ([]byte, error) { return appendJSONValue(b, v, depth+1) })
 }
 
 // appendMarshal appends json.Marshal(v).
