@@ -45,24 +45,38 @@ func AppendJSON(b []byte, v any) ([]byte, error) {
 // allocation of the result's size for the values AppendJSON encodes
 // itself.
 func MarshalJSON(v any) ([]byte, error) {
-	bp := marshalBuffers.Get().(*[]byte)
-	b, err := appendJSONValue((*bp)[:0], v, 0)
-	var out []byte
-	if err == nil {
-		out = bytes.Clone(b)
-	}
-	if cap(b) <= marshalBufferMax {
-		*bp = b
-		marshalBuffers.Put(bp)
-	}
-	return out, err
+	return pooled(func(b []byte) ([]byte, error) { return appendJSONValue(b, v, 0) }, bytes.Clone)
 }
 
-// marshalBuffers are MarshalJSON's buffers; one grown past
-// marshalBufferMax is left to the collector.
-var marshalBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// EncodeString returns what appendTo appends to an empty buffer, as a
+// string, appended to a pooled buffer: one allocation, the string's. The
+// drivers encode their JSON columns with it.
+func EncodeString(appendTo func([]byte) ([]byte, error)) (string, error) {
+	return pooled(appendTo, func(b []byte) string { return string(b) })
+}
 
-const marshalBufferMax = 64 << 10
+// pooled appends to a pooled buffer with appendTo and returns the copy out
+// makes of the result; the buffer goes back to the pool unless it grew
+// past encodeBufferMax.
+func pooled[T any](appendTo func([]byte) ([]byte, error), out func([]byte) T) (T, error) {
+	bp := encodeBuffers.Get().(*[]byte)
+	b, err := appendTo((*bp)[:0])
+	var res T
+	if err == nil {
+		res = out(b)
+	}
+	if cap(b) <= encodeBufferMax {
+		*bp = b
+		encodeBuffers.Put(bp)
+	}
+	return res, err
+}
+
+// encodeBuffers are pooled's; one grown past encodeBufferMax is left to
+// the collector.
+var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const encodeBufferMax = 64 << 10
 
 // appendJSONValue appends v as json.Marshal encodes it.
 func appendJSONValue(b []byte, v any, depth int) ([]byte, error) {

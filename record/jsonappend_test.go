@@ -3,7 +3,9 @@ package record_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +88,25 @@ func TestAppendJSON(t *testing.T) {
 	_, err = record.MarshalJSON(map[string]any{"b": "second"})
 	require.NoError(t, err)
 	require.Equal(t, `{"a":"first"}`, string(a))
+
+	// EncodeString shares MarshalJSON's buffers: its string is the
+	// appended bytes, and an error is appendTo's, with no string.
+	for i, v := range jsonValues {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		got, err := record.EncodeString(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
+		require.NoError(t, err)
+		require.Equal(t, string(want), got, "value %d: %#v", i, v)
+	}
+	errAppend := errors.New("append failed")
+	s, err := record.EncodeString(func(b []byte) ([]byte, error) { return append(b, "partial"...), errAppend })
+	require.ErrorIs(t, err, errAppend)
+	require.Empty(t, s)
+	big := strings.Repeat("x", 100<<10) // past the pool's bound: left to the collector
+	s, err = record.EncodeString(func(b []byte) ([]byte, error) { return append(b, big...), nil })
+	require.NoError(t, err)
+	require.Equal(t, big, s)
+	require.Equal(t, `{"a":"first"}`, string(a), "an earlier result is not overwritten")
 }
 
 // plainThread is record.Thread encoded by reflection, as before

@@ -249,7 +249,7 @@ func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
 		out.runFlag = true
 	}
 	part := func(inline bool) (string, error) {
-		return jsoncol.Encode(func(b []byte) ([]byte, error) {
+		return record.EncodeString(func(b []byte) ([]byte, error) {
 			var err error
 			for _, k := range keys {
 				if inlineMetadataKeys[k] != inline || (!inline && k == "run_id" && out.runFlag) {

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/record"
@@ -29,33 +28,12 @@ func Object(o map[string]any) (string, error) {
 	if len(o) == 0 {
 		return "{}", nil
 	}
-	s, err := Encode(func(b []byte) ([]byte, error) { return graphserver.Object(o).AppendJSON(b) })
+	s, err := record.EncodeString(graphserver.Object(o).AppendJSON)
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
 	}
 	return s, nil
 }
-
-// Encode returns what appendTo appends to an empty buffer, as a string,
-// appended to a pooled buffer: one allocation, the string's.
-func Encode(appendTo func([]byte) ([]byte, error)) (string, error) {
-	bp := buffers.Get().(*[]byte)
-	b, err := appendTo((*bp)[:0])
-	s := ""
-	if err == nil {
-		s = string(b)
-	}
-	if cap(b) <= bufferMax {
-		*bp = b
-		buffers.Put(bp)
-	}
-	return s, err
-}
-
-// buffers are Encode's; one grown past bufferMax is left to the collector.
-var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-const bufferMax = 64 << 10
 
 // DecodeObject reads a JSON object column; "", "null" and "{}" give an
 // empty object. The result is json.Unmarshal's, without its reflection for
@@ -76,7 +54,7 @@ func DecodeObject(s string) (graphserver.Object, error) {
 
 // Value renders any value for a JSON column.
 func Value(v any) (string, error) {
-	s, err := Encode(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
+	s, err := record.EncodeString(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
 	}
@@ -85,7 +63,7 @@ func Value(v any) (string, error) {
 
 // Kwargs renders a run's kwargs for their column (RunKwargs.AppendJSON).
 func Kwargs(k *graphserver.RunKwargs) (string, error) {
-	s, err := Encode(k.AppendJSON)
+	s, err := record.EncodeString(k.AppendJSON)
 	if err != nil {
 		return "", graphserver.Errorf(graphserver.EINVALID, "The value cannot be encoded as JSON: %v.", err)
 	}
