@@ -184,19 +184,12 @@ func ensureThreadKey(ctx context.Context, tx *sqlx.Tx, threadID string) (int64, 
 
 // chanLoc is one entry of the channels column: a channel's version and the
 // checkpoint_blobs row (chain, seq) holding its value, if stored. It is
-// encoded as [version, chain, seq], or [version] when not stored.
+// encoded as [version, chain, seq], or [version] when not stored, by
+// encodeChannels.
 type chanLoc struct {
 	version    string
 	chain, seq int64
 	stored     bool
-}
-
-// MarshalJSON implements json.Marshaler.
-func (l chanLoc) MarshalJSON() ([]byte, error) {
-	if !l.stored {
-		return json.Marshal([]any{l.version})
-	}
-	return json.Marshal([]any{l.version, l.chain, l.seq})
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -978,11 +971,7 @@ func loadValues(ctx context.Context, q sqlx.QueryerContext, tid int64, ns string
 		}
 		want = next
 		if len(want) > 0 {
-			b, err := json.Marshal(want)
-			if err != nil {
-				return nil, err
-			}
-			arg = string(b)
+			arg = encodeChannels(want)
 		}
 	}
 	return values, nil

@@ -23,7 +23,14 @@ func TestChannelsCodec(t *testing.T) {
 		{"messages": {version: "00000000000000000000000000000002.0.1", chain: 3, seq: 41, stored: true}, "branch:to:agent": {version: "2.ab"}},
 		{"<tag>&": {version: "é"}, "quote\"back\\slash": {version: "line\u2028", chain: -1, seq: 1 << 52, stored: true}, "": {version: ""}},
 	} {
-		want, err := json.Marshal(locs)
+		oracle := map[string][]any{}
+		for k, l := range locs {
+			oracle[k] = []any{l.version}
+			if l.stored {
+				oracle[k] = append(oracle[k], l.chain, l.seq)
+			}
+		}
+		want, err := json.Marshal(oracle)
 		require.NoError(t, err)
 		got := encodeChannels(locs)
 		require.Equal(t, string(want), got)
