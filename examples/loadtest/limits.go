@@ -31,19 +31,40 @@ const (
 // that each measurement lasts about as long as a row's.
 func limitRequests(o *options) int { return 10 * o.n }
 
-// measureLimits measures the HTTP and SQLite limits o.repeat times each
-// and returns their table, printed after the server's.
-func measureLimits(ctx context.Context, o *options, stderr io.Writer) ([][]string, error) {
+// limitResults are the limits' measurements.
+type limitResults struct {
+	web, lite []result
+	after     bool // measured after the rows too
+}
+
+// addAfter appends the measurements m taken after the rows to l's.
+func (l *limitResults) addAfter(m limitResults) {
+	l.web = append(l.web, m.web...)
+	l.lite = append(l.lite, m.lite...)
+	l.after = true
+}
+
+// table renders the limits table, printed after the servers'.
+func (l *limitResults) table() [][]string {
+	title := "the box's limit, in this run"
+	if l.after {
+		title += ", before and after the rows"
+	}
+	return [][]string{{title, "rate", "p50", "p99", "CPU/req"}, limitRow(limitHTTP, l.web), limitRow(limitSQLite, l.lite)}
+}
+
+// measureLimits measures the HTTP and SQLite limits o.repeat times each.
+func measureLimits(ctx context.Context, o *options, stderr io.Writer) (limitResults, error) {
 	bo := *o
 	bo.url, bo.processes = "", 1
 	bo.server = serveConfig{bare: true, logLevel: o.server.logLevel}
 	bare, err := startTarget(ctx, &bo, stderr)
 	if err != nil {
-		return nil, fmt.Errorf("bare HTTP server: %w", err)
+		return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
 	}
 	defer bare.stop()
 	if err := bare.waitReady(ctx); err != nil {
-		return nil, fmt.Errorf("bare HTTP server: %w", err)
+		return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
 	}
 	n := limitRequests(o)
 	get := timed(func(ctx context.Context, t *target, _ int) error {
@@ -51,21 +72,21 @@ func measureLimits(ctx context.Context, o *options, stderr io.Writer) ([][]strin
 		return err
 	})
 	if _, err := measure(ctx, bare, o.clients, max(n/10, o.clients), get); err != nil { // warm-up
-		return nil, fmt.Errorf("bare HTTP server: %w", err)
+		return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
 	}
 	var web, lite []result
 	for range o.repeat {
 		r, err := measure(ctx, bare, o.clients, n, get)
 		if err != nil {
-			return nil, fmt.Errorf("bare HTTP server: %w", err)
+			return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
 		}
 		web = append(web, r)
 		if r, err = sqliteWrites(ctx, n); err != nil {
-			return nil, fmt.Errorf("SQLite writes: %w", err)
+			return limitResults{}, fmt.Errorf("SQLite writes: %w", err)
 		}
 		lite = append(lite, r)
 	}
-	return [][]string{{"the box's limit, in this run", "rate", "p50", "p99", "CPU/req"}, limitRow(limitHTTP, web), limitRow(limitSQLite, lite)}, nil
+	return limitResults{web: web, lite: lite}, nil
 }
 
 // limitRow renders a limit's measurements as row does a target's.

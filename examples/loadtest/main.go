@@ -12,9 +12,10 @@
 //	idle joined SSE subscribers      server RSS with -subscribers GET .../runs/{id}/stream open
 //
 // and, unless -limits=false, a second table with the box's limits measured
-// in the same run: net/http alone (an empty answer, its own process, the
-// same clients) and SQLite alone (one-row write transactions on one
-// writer), so that each row reads as a fraction of what the machine allows.
+// in the same run, before the rows and again after them: net/http alone
+// (an empty answer, its own process, the same clients) and SQLite alone
+// (one-row write transactions on one writer), so that each row reads as a
+// fraction of what the machine allows.
 //
 // Usage:
 //
@@ -25,6 +26,10 @@
 // -js also measures another server of the API (bench/run.sh starts the
 // official LangGraph JS dev server with the same two graphs) in the same
 // run, scenario by scenario, alternating the two, and prints the ratio.
+// Before each measurement the servers' processes are left to go quiet
+// (under 10% of a core over 250 ms, for at most 30 s), so that a row
+// measures one server and not the other's leftover work (runs finishing,
+// a collector); the total wait is reported.
 // -repeat runs each measurement several times and reports the range.
 // -cpuprofile, -mutexprofile and -blockprofile profile the graphserver
 // process (use -only to profile one path). -url measures an external
@@ -104,6 +109,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
+// rowsSelected reports whether -only selects any row of the servers'
+// table.
+func rowsSelected(o *options) bool {
+	for _, sc := range scenarios {
+		if strings.Contains(sc.key, o.only) {
+			return true
+		}
+	}
+	return o.subscribers > 0 && strings.Contains("subscribers", o.only)
+}
+
 // run parses args and runs the load test (or, with -serve, the server).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
@@ -133,25 +149,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		targets = append(targets, js)
 	}
-	// The limits are measured first, while every server is idle (a JS dev
-	// server works on for a while after a row's load), and printed last.
-	var limits [][]string
+	// The limits are measured before the rows and again after them, each
+	// time with the servers quiet: the machine's speed drifts over a run
+	// of minutes, and the table's ranges show by how much.
+	var limits *limitResults
 	if o.limits && (o.only == "" || strings.Contains("limits", o.only)) {
 		for _, t := range targets {
 			if err := t.waitReady(ctx); err != nil {
 				return fmt.Errorf("%s at %s: %w", t.name, t.base, err)
 			}
 		}
-		if limits, err = measureLimits(ctx, o, stderr); err != nil {
+		before, err := measureLimits(ctx, o, stderr)
+		if err != nil {
 			return err
 		}
+		limits = &before
 	}
 	if err := loadTest(ctx, o, targets, stdout); err != nil {
 		return err
 	}
 	if limits != nil {
+		if rowsSelected(o) {
+			if err := new(quietWaits).wait(ctx, targets); err != nil {
+				return err
+			}
+			after, err := measureLimits(ctx, o, stderr)
+			if err != nil {
+				return err
+			}
+			limits.addAfter(after)
+		}
 		fmt.Fprintln(stdout)
-		printTable(stdout, limits)
+		printTable(stdout, limits.table())
 	}
 	return nil
 }

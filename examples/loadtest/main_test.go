@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -22,8 +25,12 @@ func TestRun(t *testing.T) {
 	}
 	require.Contains(t, table, "| 20 idle joined SSE subscribers: server RSS | 20 joined in ", table)
 	require.NotContains(t, table, "| 0/s", table)
-	require.Regexp(t, `\| `+regexp.QuoteMeta(limitHTTP)+` \| [0-9]+/s \| [0-9.]+ ms \|`, table)
-	require.Regexp(t, `\| `+regexp.QuoteMeta(limitSQLite)+` \| [0-9]+/s \| [0-9.]+ ms \|`, table)
+	require.Contains(t, table, "s in all for quiet servers before measurements", table)
+	require.Contains(t, table, "| the box's limit, in this run, before and after the rows | rate |", table)
+	// Measured twice (before and after), the limits are ranges unless the
+	// two agree to the printed digit.
+	require.Regexp(t, `\| `+regexp.QuoteMeta(limitHTTP)+` \| [0-9]+/s(–[0-9]+/s)? \| [0-9.]+ ms(–[0-9.]+ ms)? \|`, table)
+	require.Regexp(t, `\| `+regexp.QuoteMeta(limitSQLite)+` \| [0-9]+/s(–[0-9]+/s)? \| [0-9.]+ ms(–[0-9.]+ ms)? \|`, table)
 }
 
 // TestLimitsOnly measures only the box's limits: no row of the server's
@@ -57,4 +64,48 @@ func TestFlags(t *testing.T) {
 	for _, args := range [][]string{{"-n", "0"}, {"-clients", "0"}, {"-subscribers", "-1"}, {"-bogus"}} {
 		require.Error(t, run(t.Context(), args, io.Discard, io.Discard), args)
 	}
+}
+
+// burn keeps one core busy in this process until stop is closed, then
+// sets done.
+func burn(stop <-chan struct{}, done *atomic.Bool) {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			done.Store(true)
+			return
+		default:
+		}
+		for i := range 1 << 16 {
+			n ^= i
+		}
+	}
+}
+
+// TestWaitQuiet checks that a measurement waits for the servers' processes
+// to finish the last one's work: waitQuiet returns only once a busy
+// process is quiet, gives up at its limit, and has nothing to wait for
+// without a process apart.
+func TestWaitQuiet(t *testing.T) {
+	stop := make(chan struct{})
+	var done atomic.Bool
+	go burn(stop, &done)
+	time.AfterFunc(600*time.Millisecond, func() { close(stop) })
+	quiet, err := waitQuiet(t.Context(), []int{0, os.Getpid()}, 100*time.Millisecond, 0.5, time.Minute)
+	require.NoError(t, err)
+	require.True(t, quiet)
+	require.True(t, done.Load(), "quiet only once the process stopped burning")
+
+	stop = make(chan struct{})
+	defer close(stop)
+	var never atomic.Bool
+	go burn(stop, &never)
+	quiet, err = waitQuiet(t.Context(), []int{os.Getpid()}, 100*time.Millisecond, 0.5, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.False(t, quiet, "still busy at the limit")
+	require.False(t, never.Load())
+
+	quiet, err = waitQuiet(t.Context(), []int{0}, time.Hour, 0.5, time.Hour)
+	require.NoError(t, err)
+	require.True(t, quiet, "no process apart: nothing to wait for")
 }

@@ -35,6 +35,7 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 	fmt.Fprintf(stdout, "loadtest: %d clients, %d requests per measurement, %d measurement(s) per row; %d CPUs, GOMAXPROCS %d, %s; load average %s\n",
 		o.clients, o.n, o.repeat, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), loadAverage())
 	rows := [][]string{header(targets)}
+	quiet := &quietWaits{}
 	for _, sc := range scenarios {
 		if !strings.Contains(sc.key, o.only) {
 			continue
@@ -52,6 +53,9 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 		}
 		for range o.repeat {
 			for i, t := range targets {
+				if err := quiet.wait(ctx, targets); err != nil {
+					return err
+				}
 				r, err := measure(ctx, t, o.clients, o.n, sc.req)
 				if err != nil {
 					return fmt.Errorf("%s: %s: %w", t.name, sc.name, err)
@@ -78,12 +82,80 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 		}
 		rows = append(rows, r)
 	}
-	fmt.Fprintf(stdout, "load average after: %s\n", loadAverage())
+	fmt.Fprintf(stdout, "load average after: %s; %s\n", loadAverage(), quiet)
 	if len(rows) > 1 {
 		fmt.Fprintln(stdout)
 		printTable(stdout, rows)
 	}
 	return nil
+}
+
+// Before each measurement the servers are left to finish the work of the
+// last one, so that a row measures one server and not the other's leftover
+// (runs finishing, a collector): until their processes use under quietCPU
+// of one core over quietWindow, for at most quietMax.
+const (
+	quietWindow = 250 * time.Millisecond
+	quietCPU    = 0.10
+	quietMax    = 30 * time.Second
+)
+
+// quietWaits adds up the waits for quiet servers, for the report.
+type quietWaits struct {
+	total, longest time.Duration
+	timeouts       int
+}
+
+// wait returns once the processes of targets are quiet, or after quietMax
+// (counted in the report).
+func (q *quietWaits) wait(ctx context.Context, targets []*target) error {
+	var pids []int
+	for _, t := range targets {
+		pids = append(pids, t.pids()...)
+	}
+	start := time.Now()
+	quiet, err := waitQuiet(ctx, pids, quietWindow, quietCPU, quietMax)
+	d := time.Since(start)
+	q.total += d
+	q.longest = max(q.longest, d)
+	if !quiet {
+		q.timeouts++
+	}
+	return err
+}
+
+// String reports the waits.
+func (q *quietWaits) String() string {
+	s := fmt.Sprintf("waited %.1f s in all for quiet servers before measurements (longest %.1f s)", q.total.Seconds(), q.longest.Seconds())
+	if q.timeouts > 0 {
+		s += fmt.Sprintf(", %d time(s) in vain for %s", q.timeouts, quietMax)
+	}
+	return s
+}
+
+// waitQuiet waits until the processes pids (0: unknown, ignored) used less
+// than cpu of one core over a window, for at most limit; quiet is false
+// when the limit came first.
+func waitQuiet(ctx context.Context, pids []int, window time.Duration, cpu float64, limit time.Duration) (quiet bool, err error) {
+	pids = slices.DeleteFunc(slices.Clone(pids), func(pid int) bool { return pid == 0 })
+	if len(pids) == 0 {
+		return true, nil // in-process: nothing apart to wait for
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		before := cpuTimes(pids)
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(window):
+		}
+		if used := cpuTimes(pids) - before; float64(used) < cpu*float64(window) {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+	}
 }
 
 // measure makes n requests from clients goroutines.
