@@ -9,7 +9,8 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -19,17 +20,12 @@ import (
 // comment), on one line.
 func Extract(dir, importPath string) (map[string]string, error) {
 	fset := token.NewFileSet()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(fset, dir, notTest, parser.ParseComments)
+	pkgs, err := ParseDir(fset, dir, parser.ParseComments)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, pkg := range pkgs {
-		var files []*ast.File
-		for _, f := range pkg.Files {
-			files = append(files, f)
-		}
+	for _, files := range pkgs {
 		dp, err := doc.NewFromFiles(fset, files, importPath, doc.AllDecls|doc.PreserveAST)
 		if err != nil {
 			return nil, err
@@ -68,6 +64,29 @@ func Extract(dir, importPath string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// ParseDir parses the non-test Go files in dir and returns them by package
+// name: what the deprecated parser.ParseDir gave for them, in file name
+// order (build constraints are not looked at, as ParseDir did not).
+func ParseDir(fset *token.FileSet, dir string, mode parser.Mode) (map[string][]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string][]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, mode)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
+	}
+	return pkgs, nil
 }
 
 // oneLine joins a comment's lines.
