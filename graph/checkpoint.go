@@ -165,16 +165,9 @@ func (b *body) marshal() (json.RawMessage, error) {
 	out := make([]byte, 0, 128)
 	var err error
 	field := func(name string, v any) {
-		if err != nil {
-			return
+		if err == nil {
+			out, err = record.AppendJSON(record.AppendJSONKey(out, name), v)
 		}
-		if len(out) == 0 {
-			out = append(out, '{')
-		} else {
-			out = append(out, ',')
-		}
-		out = append(append(append(out, '"'), name...), `":`...)
-		out, err = record.AppendJSON(out, v)
 	}
 	if len(b.T) > 0 {
 		field("t", b.T)

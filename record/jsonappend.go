@@ -204,6 +204,19 @@ func appendJSONFloat(b []byte, f float64) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendJSONKey appends the start of the object member "k": to b, which
+// holds the members before it: '{' first when b is empty, ',' otherwise.
+// The caller appends the member's value, and '}' after the last member
+// (or "{}" when there was none).
+func AppendJSONKey(b []byte, k string) []byte {
+	if len(b) == 0 {
+		b = append(b, '{')
+	} else {
+		b = append(b, ',')
+	}
+	return append(appendJSONString(b, k), ':')
+}
+
 // AppendJSONString appends s quoted as json.Marshal quotes it.
 func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
 

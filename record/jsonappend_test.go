@@ -98,6 +98,18 @@ func TestAppendJSON(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(want), got, "value %d: %#v", i, v)
 	}
+	// AppendJSONKey opens the object at its first member and separates
+	// the others: the members of a map in key order are json.Marshal's.
+	m := map[string]any{"<a>": 1.0, "b\u2028": "x", "c": []any{nil}}
+	var obj []byte
+	for _, k := range []string{"<a>", "b\u2028", "c"} {
+		obj, err = record.AppendJSON(record.AppendJSONKey(obj, k), m[k])
+		require.NoError(t, err)
+	}
+	want, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(append(obj, '}')))
+
 	errAppend := errors.New("append failed")
 	s, err := record.EncodeString(func(b []byte) ([]byte, error) { return append(b, "partial"...), errAppend })
 	require.ErrorIs(t, err, errAppend)

@@ -25,25 +25,25 @@ func encodeChannels(locs map[string]chanLoc) string {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, strings.Compare)
-	b := make([]byte, 0, 48*len(locs)+2)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
+	s, _ := record.EncodeString(func(b []byte) ([]byte, error) {
+		for _, k := range keys {
+			l := locs[k]
+			b = append(record.AppendJSONKey(b, k), '[')
+			b = record.AppendJSONString(b, l.version)
+			if l.stored {
+				b = append(b, ',')
+				b = strconv.AppendInt(b, l.chain, 10)
+				b = append(b, ',')
+				b = strconv.AppendInt(b, l.seq, 10)
+			}
+			b = append(b, ']')
 		}
-		l := locs[k]
-		b = record.AppendJSONString(b, k)
-		b = append(b, ':', '[')
-		b = record.AppendJSONString(b, l.version)
-		if l.stored {
-			b = append(b, ',')
-			b = strconv.AppendInt(b, l.chain, 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, l.seq, 10)
+		if len(b) == 0 {
+			b = append(b, '{')
 		}
-		b = append(b, ']')
-	}
-	return string(append(b, '}'))
+		return append(b, '}'), nil
+	})
+	return s
 }
 
 // decodeChannels reads a channels column.

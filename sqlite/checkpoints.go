@@ -248,7 +248,7 @@ func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
 				if inlineMetadataKeys[k] != inline || (!inline && k == "run_id" && out.runFlag) {
 					continue
 				}
-				if b, err = appendMember(b, k, md[k]); err != nil {
+				if b, err = record.AppendJSON(record.AppendJSONKey(b, k), md[k]); err != nil {
 					return b, graphserver.Errorf(graphserver.EINVALID, "The object cannot be encoded as JSON: %v.", err)
 				}
 			}
@@ -269,19 +269,6 @@ func splitMetadata(md graphserver.Object, runID string) (splitMD, error) {
 		return splitMD{}, err
 	}
 	return out, nil
-}
-
-// appendMember appends "k":v to the members of a JSON object in b (opening
-// it when b is empty).
-func appendMember(b []byte, k string, v any) ([]byte, error) {
-	if len(b) == 0 {
-		b = append(b, '{')
-	} else {
-		b = append(b, ',')
-	}
-	b = record.AppendJSONString(b, k)
-	b = append(b, ':')
-	return record.AppendJSON(b, v)
 }
 
 // metadataExpr is the SQL expression of a checkpoint's whole metadata (c
