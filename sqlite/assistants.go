@@ -121,7 +121,7 @@ func (db *DB) CreateAssistant(ctx context.Context, a *graphserver.Assistant, ifE
 		updated = created
 	}
 	var out *graphserver.Assistant
-	err = db.write(ctx, func(tx *sqlx.Tx) error {
+	err = db.write(ctx, func(tx *connTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO assistants (`+assistantColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 			a.AssistantID, a.GraphID, e.config, e.context, e.metadata, a.Name, e.description, formatTime(created), formatTime(updated))
 		if isConstraint(err) {
@@ -216,7 +216,7 @@ func (db *DB) UpdateAssistant(ctx context.Context, id string, patch *graphserver
 		patch = &graphserver.AssistantPatch{}
 	}
 	var out *graphserver.Assistant
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		a, err := getAssistant(ctx, tx, id, filter)
 		if err != nil {
 			return err
@@ -272,7 +272,7 @@ func (db *DB) UpdateAssistant(ctx context.Context, id string, patch *graphserver
 // filter lets through are deleted too, with their checkpoints.
 func (db *DB) DeleteAssistant(ctx context.Context, id string, deleteThreads bool, filter graphserver.Filter) error {
 	defer db.assistantsChanged()
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		if _, err := getAssistant(ctx, tx, id, filter); err != nil {
 			return err
 		}
@@ -405,7 +405,7 @@ func (db *DB) ListAssistantVersions(ctx context.Context, id string, s *graphserv
 		s = &graphserver.AssistantVersionSearch{}
 	}
 	var out []*graphserver.AssistantVersion
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		if _, err := getAssistant(ctx, tx, id, s.Filter); err != nil {
 			return err
 		}
@@ -447,7 +447,7 @@ func (db *DB) ListAssistantVersions(ctx context.Context, id string, s *graphserv
 func (db *DB) SetAssistantVersion(ctx context.Context, id string, version int, now time.Time, filter graphserver.Filter) (*graphserver.Assistant, error) {
 	defer db.assistantsChanged()
 	var out *graphserver.Assistant
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		if _, err := getAssistant(ctx, tx, id, filter); err != nil {
 			return err
 		}

@@ -168,7 +168,7 @@ func threadKey(ctx context.Context, q sqlx.QueryerContext, threadID string) (tid
 
 // ensureThreadKey returns the tid of a thread, assigning one if needed.
 // ENOTFOUND when the thread does not exist.
-func ensureThreadKey(ctx context.Context, tx *sqlx.Tx, threadID string) (int64, error) {
+func ensureThreadKey(ctx context.Context, tx *connTx, threadID string) (int64, error) {
 	tid, ok, err := threadKey(ctx, tx, threadID)
 	if ok || err != nil {
 		return tid, err
@@ -281,7 +281,7 @@ var metadataExpr = `('{' || substr(
 
 // addSharedMetadata adds a thread's shared metadata json, numbered after
 // the greatest mid, and returns its mid.
-func addSharedMetadata(ctx context.Context, tx *sqlx.Tx, tid int64, js string) (int64, error) {
+func addSharedMetadata(ctx context.Context, tx *connTx, tid int64, js string) (int64, error) {
 	var mid int64
 	if err := tx.GetContext(ctx, &mid, `INSERT INTO checkpoint_metadata (tid, mid, json)
 		SELECT ?1, coalesce(max(mid), 0) + 1, ?2 FROM checkpoint_metadata WHERE tid = ?1 RETURNING mid`, tid, js); err != nil {
@@ -324,7 +324,7 @@ func (db *DB) putCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord
 			return err
 		}
 	}
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		var prev *putChain
 		for i, cp := range cps {
 			var err error
@@ -370,7 +370,7 @@ type putChain struct {
 // lease was checked in this transaction, and a checkpoint replaced (an id
 // taken already, which a run's new checkpoints never have) has the blobs
 // cp needs found by placer.scan instead.
-func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord, created time.Time, md splitMD, run *runLease, prev *putChain, cache *latestCache) (*putChain, error) {
+func putCheckpoint(ctx context.Context, tx *connTx, cp *driver.CheckpointRecord, created time.Time, md splitMD, run *runLease, prev *putChain, cache *latestCache) (*putChain, error) {
 	if prev != nil && prev.ns == cp.NS && prev.id == cp.ParentCheckpointID && prev.id != cp.CheckpointID && prev.shared == md.shared {
 		p := placer{ctx: ctx, tx: tx, tid: prev.tid, ns: cp.NS, placed: map[[2]string]chanLoc{}, known: []map[string]chanLoc{prev.locs}, cache: cache.forPut(cp.NS)}
 		return writeCheckpoint(ctx, tx, &p, cp, created, md, prev.mid)
@@ -426,7 +426,7 @@ func putCheckpoint(ctx context.Context, tx *sqlx.Tx, cp *driver.CheckpointRecord
 
 // writeCheckpoint stores cp's new blobs through p and cp's row, and returns
 // what the next put of the transaction may reuse.
-func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.CheckpointRecord, created time.Time,
+func writeCheckpoint(ctx context.Context, tx *connTx, p *placer, cp *driver.CheckpointRecord, created time.Time,
 	md splitMD, mid int64) (*putChain, error) {
 	for _, b := range cp.NewBlobs {
 		if err := p.put(b); err != nil {
@@ -479,7 +479,7 @@ func writeCheckpoint(ctx context.Context, tx *sqlx.Tx, p *placer, cp *driver.Che
 // placer stores the blobs of one checkpoint in their chains.
 type placer struct {
 	ctx    context.Context
-	tx     *sqlx.Tx
+	tx     *connTx
 	tid    int64
 	ns     string
 	known  []map[string]chanLoc  // channels of the parent and of the checkpoint replaced
@@ -605,7 +605,7 @@ func (db *DB) PutWrites(ctx context.Context, threadID, ns, cpID, taskID string, 
 	if err := validWrites(writes); err != nil {
 		return err
 	}
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		return putWrites(ctx, tx, "", threadID, ns, cpID, taskID, writes)
 	})
 }
@@ -636,7 +636,7 @@ func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID
 	if err := validWrites(writes); err != nil {
 		return err
 	}
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		if err := holdsRun(ctx, tx, runID, owner); err != nil {
 			return err
 		}
@@ -645,7 +645,7 @@ func (db *DB) PutRunWrites(ctx context.Context, runID, owner, threadID, ns, cpID
 }
 
 // holdsRun returns ENOTFOUND unless owner holds run runID's lease.
-func holdsRun(ctx context.Context, tx *sqlx.Tx, runID, owner string) error {
+func holdsRun(ctx context.Context, tx *connTx, runID, owner string) error {
 	var n int
 	err := tx.GetContext(ctx, &n, `SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ? AND status = 'running'`, runID, owner)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -673,7 +673,7 @@ func validWrites(writes []driver.PendingWrite) error {
 // putWrites replaces the writes of task taskID at a checkpoint, recording
 // them as run runID's ("" = no run). A run keeps the rows it replaces that
 // are not its own in checkpoint_writes_replaced.
-func putWrites(ctx context.Context, tx *sqlx.Tx, runID, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
+func putWrites(ctx context.Context, tx *connTx, runID, threadID, ns, cpID, taskID string, writes []driver.PendingWrite) error {
 	tid, err := ensureThreadKey(ctx, tx, threadID)
 	if err != nil {
 		return err
@@ -710,7 +710,7 @@ func putWrites(ctx context.Context, tx *sqlx.Tx, runID, threadID, ns, cpID, task
 // GetCheckpoint implements driver.Checkpointer.
 func (db *DB) GetCheckpoint(ctx context.Context, threadID, ns, cpID string) (*driver.CheckpointRecord, error) {
 	var out *driver.CheckpointRecord
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		var err error
 		out, err = getCheckpoint(ctx, tx, threadID, ns, cpID)
 		return err
@@ -1036,7 +1036,7 @@ func (db *DB) ListCheckpoints(ctx context.Context, threadID string, opts driver.
 	}
 	lim, largs := limitOffset(opts.Limit, 0, false)
 	out := []*driver.CheckpointRecord{}
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		var rows []checkpointRow
 		if err := tx.SelectContext(ctx, &rows, checkpointSelect+w.String()+
 			` ORDER BY c.checkpoint_id DESC`+lim, append(w.args, largs...)...); err != nil {
@@ -1067,7 +1067,7 @@ func (db *DB) DeleteRunCheckpoints(ctx context.Context, threadID, runID string) 
 	if runID == "" {
 		return graphserver.Errorf(graphserver.EINVALID, "A run id is required.")
 	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		return deleteRunCheckpoints(ctx, tx, threadID, runID)
 	})
 }
@@ -1075,7 +1075,7 @@ func (db *DB) DeleteRunCheckpoints(ctx context.Context, threadID, runID string) 
 // deleteRunCheckpoints is DeleteRunCheckpoints in tx. The run's pending
 // writes on other checkpoints go too, and the writes they replaced come
 // back.
-func deleteRunCheckpoints(ctx context.Context, tx *sqlx.Tx, threadID, runID string) error {
+func deleteRunCheckpoints(ctx context.Context, tx *connTx, threadID, runID string) error {
 	tid, ok, err := threadKey(ctx, tx, threadID)
 	if err != nil || !ok {
 		return err
@@ -1119,7 +1119,7 @@ func deleteRunCheckpoints(ctx context.Context, tx *sqlx.Tx, threadID, runID stri
 // gcCheckpoints deletes a thread's blob rows that no checkpoint needs (the
 // tail of a chain past the last row a checkpoint refers to, directly or
 // through a fork's link, and unused chains) and its unused shared metadata.
-func gcCheckpoints(ctx context.Context, tx *sqlx.Tx, tid int64) error {
+func gcCheckpoints(ctx context.Context, tx *connTx, tid int64) error {
 	if _, err := tx.ExecContext(ctx, `WITH RECURSIVE needed (ns, channel, chain, seq) AS (
 		SELECT c.checkpoint_ns, j.key, json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
 		FROM checkpoints AS c, json_each(c.channels) AS j
@@ -1149,7 +1149,7 @@ func gcCheckpoints(ctx context.Context, tx *sqlx.Tx, tid int64) error {
 // metadata, blobs and pending writes included) to thread newID, which has
 // none. Chains and shared metadata are numbered per thread, so rows are
 // copied as they are.
-func copyCheckpoints(ctx context.Context, tx *sqlx.Tx, sourceID, newID string) error {
+func copyCheckpoints(ctx context.Context, tx *connTx, sourceID, newID string) error {
 	src, ok, err := threadKey(ctx, tx, sourceID)
 	if err != nil || !ok {
 		return err
@@ -1188,7 +1188,7 @@ func copyCheckpoints(ctx context.Context, tx *sqlx.Tx, sourceID, newID string) e
 // keepLatest drops every checkpoint of a thread but its latest
 // root one, which it stores again with full (non-delta) blobs, no parent,
 // and its pending writes.
-func keepLatest(ctx context.Context, tx *sqlx.Tx, threadID string, cache *latestCache) error {
+func keepLatest(ctx context.Context, tx *connTx, threadID string, cache *latestCache) error {
 	// The latest checkpoint keeps its id but loses its parent: its cached
 	// entry would no longer match it.
 	cache.drop(threadID)

@@ -128,7 +128,7 @@ func (db *DB) CreateCron(ctx context.Context, c *graphserver.Cron, threadFilter 
 		return nil, err
 	}
 	var out *graphserver.Cron
-	err = db.write(ctx, func(tx *sqlx.Tx) error {
+	err = db.write(ctx, func(tx *connTx) error {
 		if _, err := getAssistant(ctx, tx, c.AssistantID, nil); err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (db *DB) UpdateCron(ctx context.Context, id string, u *driver.CronUpdate, f
 		set("next_run_date", formatTime(*u.NextRunDate))
 	}
 	var out *graphserver.Cron
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		if _, err := getCron(ctx, tx, id, filter, threadFilter); err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (db *DB) UpdateCron(ctx context.Context, id string, u *driver.CronUpdate, f
 
 // DeleteCron implements driver.CronStorage.
 func (db *DB) DeleteCron(ctx context.Context, id string, filter, threadFilter graphserver.Filter) error {
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		var w where
 		w.add("crons.cron_id = ?", id)
 		if err := w.cronAccess(filter, threadFilter); err != nil {
@@ -350,7 +350,7 @@ func (db *DB) DueCrons(ctx context.Context, now time.Time, limit int) ([]*graphs
 
 // fireCron claims a cron firing inside tx (see driver.CronFiring) and
 // reports whether it did.
-func fireCron(ctx context.Context, tx *sqlx.Tx, f *driver.CronFiring) (bool, error) {
+func fireCron(ctx context.Context, tx *connTx, f *driver.CronFiring) (bool, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE crons SET next_run_date = ?
 		WHERE cron_id = ? AND enabled = 1 AND next_run_date = ?`, nullTime(f.Next), f.CronID, formatTime(f.Due))
 	if err != nil {
@@ -366,7 +366,7 @@ func fireCron(ctx context.Context, tx *sqlx.Tx, f *driver.CronFiring) (bool, err
 // FireCron implements driver.CronStorage.
 func (db *DB) FireCron(ctx context.Context, f *driver.CronFiring) (bool, error) {
 	var fired bool
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		var err error
 		fired, err = fireCron(ctx, tx, f)
 		return err

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // maxGroup is the most write functions one grouped transaction runs.
@@ -34,7 +32,7 @@ type groupWriter struct {
 // writeReq is one function waiting for its group.
 type writeReq struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, tx *sqlx.Tx) error
+	fn   func(ctx context.Context, tx *connTx) error
 	done chan error // capacity 1
 
 	// state is reqQueued until the group loop starts fn (reqStarted) or
@@ -65,7 +63,7 @@ func newGroupWriter() *groupWriter {
 // for its group, writeGrouped returns ctx.Err() and fn never runs; once fn
 // has started, writeGrouped waits for the group's commit whatever ctx does,
 // so a committed write is never reported as failed.
-func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx *connTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -191,8 +189,8 @@ func (db *DB) runGroup(batch []*writeReq) {
 }
 
 // beginGroup begins a group's transaction on the writer connection.
-func (db *DB) beginGroup() (*sqlx.Tx, error) {
-	tx, err := db.writer.BeginTxx(context.Background(), nil)
+func (db *DB) beginGroup() (*connTx, error) {
+	tx, err := beginTx(context.Background(), db.writer, beginWrite)
 	if err != nil {
 		return nil, translate(fmt.Errorf("begin write: %w", err))
 	}
@@ -203,7 +201,7 @@ func (db *DB) beginGroup() (*sqlx.Tx, error) {
 // each write that fails is rolled back alone and the others are committed;
 // without, the first failure rolls the transaction back and asks for a
 // retry (unless the write is alone). It returns each write's result.
-func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoints bool) (results []error, retry bool) {
+func (db *DB) tryGroup(tx *connTx, start time.Time, batch []*writeReq, savepoints bool) (results []error, retry bool) {
 	results = make([]error, len(batch))
 	fail := func(err error) ([]error, bool) {
 		for i := range results {
@@ -259,7 +257,7 @@ func (db *DB) tryGroup(tx *sqlx.Tx, start time.Time, batch []*writeReq, savepoin
 // callFn calls fn; a panic is recorded in r (writeGrouped panics with it
 // in the caller's goroutine) and returned as an error so that the group
 // rolls fn back and goes on.
-func callFn(ctx context.Context, tx *sqlx.Tx, r *writeReq) (err error) {
+func callFn(ctx context.Context, tx *connTx, r *writeReq) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			r.panicked = v

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphserver/graphserver"
@@ -27,8 +26,8 @@ func openGroupDB(t *testing.T) *DB {
 	return db
 }
 
-func insertG(x int) func(ctx context.Context, tx *sqlx.Tx) error {
-	return func(ctx context.Context, tx *sqlx.Tx) error {
+func insertG(x int) func(ctx context.Context, tx *connTx) error {
+	return func(ctx context.Context, tx *connTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO g (x) VALUES (?)`, x)
 		return err
 	}
@@ -50,13 +49,13 @@ func TestGroupWriter(t *testing.T) {
 		boom := errors.New("boom")
 		cancelled, cancel := context.WithCancel(context.Background())
 		cancel()
-		req := func(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) *writeReq {
+		req := func(ctx context.Context, fn func(ctx context.Context, tx *connTx) error) *writeReq {
 			return &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 		}
 		bg := context.Background()
 		batch := []*writeReq{
 			req(bg, insertG(1)),
-			req(bg, func(ctx context.Context, tx *sqlx.Tx) error { // rolled back alone
+			req(bg, func(ctx context.Context, tx *connTx) error { // rolled back alone
 				require.NoError(t, insertG(2)(ctx, tx))
 				return boom
 			}),
@@ -82,13 +81,13 @@ func TestGroupWriter(t *testing.T) {
 		db := openGroupDB(t)
 		boom := errors.New("boom")
 		var calls [3]atomic.Int32
-		counted := func(i int, fn func(ctx context.Context, tx *sqlx.Tx) error) func(ctx context.Context, tx *sqlx.Tx) error {
-			return func(ctx context.Context, tx *sqlx.Tx) error {
+		counted := func(i int, fn func(ctx context.Context, tx *connTx) error) func(ctx context.Context, tx *connTx) error {
+			return func(ctx context.Context, tx *connTx) error {
 				calls[i].Add(1)
 				return fn(ctx, tx)
 			}
 		}
-		run := func(fns ...func(ctx context.Context, tx *sqlx.Tx) error) []error {
+		run := func(fns ...func(ctx context.Context, tx *connTx) error) []error {
 			var batch []*writeReq
 			for _, fn := range fns {
 				batch = append(batch, &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)})
@@ -106,7 +105,7 @@ func TestGroupWriter(t *testing.T) {
 		// One fails: the group runs again, each write in its savepoint.
 		calls[0].Store(0)
 		calls[1].Store(0)
-		errs := run(counted(0, insertG(3)), counted(1, func(ctx context.Context, tx *sqlx.Tx) error {
+		errs := run(counted(0, insertG(3)), counted(1, func(ctx context.Context, tx *connTx) error {
 			require.NoError(t, insertG(4)(ctx, tx))
 			return boom
 		}), counted(2, insertG(5)))
@@ -122,12 +121,12 @@ func TestGroupWriter(t *testing.T) {
 		t.Parallel()
 		db := openGroupDB(t)
 		boom := errors.New("boom")
-		one := func(fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+		one := func(fn func(ctx context.Context, tx *connTx) error) error {
 			r := &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)}
 			db.runGroup([]*writeReq{r})
 			return <-r.done
 		}
-		require.ErrorIs(t, one(func(ctx context.Context, tx *sqlx.Tx) error {
+		require.ErrorIs(t, one(func(ctx context.Context, tx *connTx) error {
 			require.NoError(t, insertG(5)(ctx, tx))
 			return boom
 		}), boom)
@@ -164,7 +163,7 @@ func TestGroupWriter(t *testing.T) {
 		t.Parallel()
 		db := openGroupDB(t)
 		require.PanicsWithValue(t, "bad write", func() {
-			_ = db.writeGrouped(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+			_ = db.writeGrouped(context.Background(), func(ctx context.Context, tx *connTx) error {
 				require.NoError(t, insertG(7)(ctx, tx))
 				panic("bad write")
 			})
@@ -199,10 +198,10 @@ func TestGroupWriter(t *testing.T) {
 			holding, release := make(chan struct{}), make(chan struct{})
 			held := make(chan error, 1)
 			go func() {
-				held <- db.write(context.Background(), func(tx *sqlx.Tx) error {
+				held <- db.write(context.Background(), func(tx *connTx) error {
 					close(holding)
 					<-release
-					_, err := tx.Exec(`INSERT INTO g (x) VALUES (1)`)
+					_, err := tx.ExecContext(context.Background(), `INSERT INTO g (x) VALUES (1)`)
 					return err
 				})
 			}()
@@ -232,7 +231,7 @@ func TestGroupWriter(t *testing.T) {
 		t.Parallel()
 		db := openGroupDB(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		err := db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 			cancel() // the caller's context ends while fn runs
 			return insertG(5)(ctx, tx)
 		})
@@ -266,7 +265,7 @@ func TestGroupWriter(t *testing.T) {
 					if n == 200 {
 						once.Do(func() { close(loaded) })
 					}
-					err := db.writeGrouped(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+					err := db.writeGrouped(context.Background(), func(ctx context.Context, tx *connTx) error {
 						// Wait (briefly: when every writer is in this group,
 						// nobody can queue) for another write to be queued.
 						for range 1000 {

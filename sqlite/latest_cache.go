@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/graphserver/graphserver/driver"
 )
 
@@ -288,7 +286,7 @@ const latestKnownQuery = `SELECT c.tid, c.checkpoint_id, EXISTS (SELECT 1 FROM c
 
 // get reads a thread's latest root checkpoint in tx: from the thread's
 // entry when it still matches storage, else from storage (readLatest).
-func (c *latestCache) get(ctx context.Context, tx *sqlx.Tx, threadID string) (*driver.CheckpointRecord, error) {
+func (c *latestCache) get(ctx context.Context, tx *connTx, threadID string) (*driver.CheckpointRecord, error) {
 	cp, err := c.cached(ctx, tx, threadID)
 	if cp != nil || err != nil {
 		return cp, err
@@ -298,7 +296,7 @@ func (c *latestCache) get(ctx context.Context, tx *sqlx.Tx, threadID string) (*d
 
 // cached returns a thread's latest root checkpoint from its entry, when it
 // has one that still matches storage (read in tx); nil otherwise.
-func (c *latestCache) cached(ctx context.Context, tx *sqlx.Tx, threadID string) (*driver.CheckpointRecord, error) {
+func (c *latestCache) cached(ctx context.Context, tx *connTx, threadID string) (*driver.CheckpointRecord, error) {
 	e := c.committed(threadID)
 	if e == nil {
 		return nil, nil
@@ -333,7 +331,7 @@ func (c *latestCache) cached(ctx context.Context, tx *sqlx.Tx, threadID string) 
 // when it can be one (no pending writes, no chain linked to another), so
 // that the runs of a thread whose entry is missing (one written before
 // this DB opened, or after a prune) read the cache again from the next.
-func (c *latestCache) readLatest(ctx context.Context, tx *sqlx.Tx, threadID string) (*driver.CheckpointRecord, error) {
+func (c *latestCache) readLatest(ctx context.Context, tx *connTx, threadID string) (*driver.CheckpointRecord, error) {
 	parts := &valueParts{chans: map[string]chanParts{}}
 	cp, row, err := getCheckpointParts(ctx, tx, threadID, "", "", parts)
 	if err != nil || row.HasWrites || parts.linked {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
@@ -68,7 +66,7 @@ func isActive(status string) bool {
 
 // insertWebhook queues d in the outbox. A delivery whose id is queued
 // already (ids derive from run ids) is left as it is.
-func insertWebhook(ctx context.Context, tx *sqlx.Tx, d *driver.WebhookDelivery, now time.Time) error {
+func insertWebhook(ctx context.Context, tx *connTx, d *driver.WebhookDelivery, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_outbox (id, run_id, url, body, attempts, next_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		d.ID, d.RunID, d.URL, string(d.Body), d.Attempts, formatTime(d.NextAt), formatTime(now)); err != nil {
@@ -109,7 +107,7 @@ func (db *DB) GetRun(ctx context.Context, threadID, runID string, filter graphse
 // ListRuns implements driver.RunStorage.
 func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunSearch) ([]*graphserver.Run, error) {
 	var out []*graphserver.Run
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		if _, err := getThread(ctx, tx, threadID, s.Filter); err != nil {
 			return err
 		}
@@ -142,7 +140,7 @@ func (db *DB) ListRuns(ctx context.Context, threadID string, s *graphserver.RunS
 
 // DeleteRun implements driver.RunStorage.
 func (db *DB) DeleteRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) error {
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		var w where
 		w.add("r.run_id = ?", runID)
 		if threadID != "" {
@@ -167,7 +165,7 @@ func (db *DB) DeleteRun(ctx context.Context, threadID, runID string, filter grap
 }
 
 // deleteRunTx deletes a run with the checkpoints it wrote.
-func deleteRunTx(ctx context.Context, tx *sqlx.Tx, threadID, runID string) error {
+func deleteRunTx(ctx context.Context, tx *connTx, threadID, runID string) error {
 	if err := deleteRunCheckpoints(ctx, tx, threadID, runID); err != nil {
 		return err
 	}
@@ -213,7 +211,7 @@ func (db *DB) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.T
 		return nil, nil
 	}
 	found := false
-	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		found = false
 		err := tx.QueryRowxContext(ctx, claimQuery, owner, formatTime(leaseUntil), db.holderID(), ts, ts).StructScan(&row)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -348,8 +348,8 @@ func (db *DB) now() time.Time {
 // write runs fn in one IMMEDIATE transaction on the writer connection,
 // committing when fn returns nil and rolling back otherwise. The error fn
 // returns is passed through translate.
-func (db *DB) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := db.writer.BeginTxx(ctx, nil)
+func (db *DB) write(ctx context.Context, fn func(tx *connTx) error) error {
+	tx, err := beginTx(ctx, db.writer, beginWrite)
 	if err != nil {
 		return translate(fmt.Errorf("begin write: %w", err))
 	}
@@ -366,8 +366,8 @@ func (db *DB) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 
 // read runs fn in one read transaction (a consistent snapshot) on the
 // reader pool.
-func (db *DB) read(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := db.reader.BeginTxx(ctx, nil)
+func (db *DB) read(ctx context.Context, fn func(tx *connTx) error) error {
+	tx, err := beginTx(ctx, db.reader, beginRead)
 	if err != nil {
 		return translate(fmt.Errorf("begin read: %w", err))
 	}
@@ -381,10 +381,10 @@ func (db *DB) read(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return nil
 }
 
-// rollback ends tx if it is still open. Rollback takes no context: it runs
-// even after the caller's context is cancelled (database/sql may already have
-// rolled back then, which gives sql.ErrTxDone, ignored here).
-func rollback(tx *sqlx.Tx) {
+// rollback ends tx if it is still open (sql.ErrTxDone after Commit,
+// ignored here). Rollback takes no context: it runs even after the
+// caller's context is cancelled.
+func rollback(tx *connTx) {
 	_ = tx.Rollback()
 }
 
@@ -454,7 +454,7 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("read migration %s: %w", name, err)
 		}
 		base := strings.TrimPrefix(name, "migrations/")
-		err = db.write(ctx, func(tx *sqlx.Tx) error {
+		err = db.write(ctx, func(tx *connTx) error {
 			var n int
 			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM migrations WHERE name = ?`, base); err != nil {
 				return err

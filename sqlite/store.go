@@ -10,8 +10,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
@@ -85,7 +83,7 @@ func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 	indexed := len(w.Index) > 0
 	// Grouped: the commit, most of the cost of a put, is shared with the
 	// writes queued meanwhile.
-	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		var prev struct {
 			ID        int64          `db:"id"`
 			CreatedAt string         `db:"created_at"`
@@ -230,7 +228,7 @@ func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) e
 	}
 	defer db.itemsChanged()
 	nowS := formatTime(now)
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		for _, r := range rows {
 			if !r.TTLMinutes.Valid {
 				continue
@@ -247,7 +245,7 @@ WHERE id = ? AND ttl_minutes IS NOT NULL AND expires_at > ?`, expiresAfter(now, 
 // DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
 	defer db.itemsChanged()
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key)
 		if err != nil {
 			return fmt.Errorf("delete store item: %w", err)
@@ -260,7 +258,7 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
 	defer db.itemsChanged()
 	var n int64
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?`, formatTime(now))
 		if err != nil {
 			return fmt.Errorf("delete expired store items: %w", err)
@@ -277,7 +275,7 @@ func (db *DB) ListItemNamespaces(ctx context.Context, prefix []string, now time.
 	w.prefix("namespace", prefix)
 	w.live("expires_at", now)
 	var names []string
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		return tx.SelectContext(ctx, &names, `SELECT DISTINCT namespace FROM store_items WHERE `+w.and(), w.args...)
 	})
 	if err != nil {
@@ -312,7 +310,7 @@ func (db *DB) SearchItems(ctx context.Context, q *driver.ItemQuery) ([]graphserv
 	case q.Query != "":
 		rows, scores, err = db.searchText(ctx, q, &w)
 	default:
-		err = db.read(ctx, func(tx *sqlx.Tx) error {
+		err = db.read(ctx, func(tx *connTx) error {
 			return tx.SelectContext(ctx, &rows, `SELECT `+prefixed("i.", itemColumns)+` FROM store_items AS i
 WHERE `+w.and()+` ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`, append(w.args, q.Limit, q.Offset)...)
 		})
@@ -354,7 +352,7 @@ func (db *DB) searchText(ctx context.Context, q *driver.ItemQuery, w *itemWhere)
 		itemRow
 		Rank float64 `db:"rank"`
 	}
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		return tx.SelectContext(ctx, &got, `SELECT `+prefixed("i.", itemColumns)+`, bm25(store_fts) AS rank
 FROM store_fts JOIN store_items AS i ON i.id = store_fts.rowid
 WHERE store_fts MATCH ? AND `+w.and()+` ORDER BY rank, i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?`,
@@ -394,7 +392,7 @@ func (db *DB) searchVector(ctx context.Context, q *driver.ItemQuery, w *itemWher
 	dims := len(q.Vector)
 	rank := vecrank.New(q.Vector)
 	var rows []itemRow
-	err := db.read(ctx, func(tx *sqlx.Tx) error {
+	err := db.read(ctx, func(tx *connTx) error {
 		cur, err := tx.QueryContext(ctx, `SELECT v.item_id, v.vector
 FROM store_vectors AS v JOIN store_items AS i ON i.id = v.item_id
 WHERE v.dims = ? AND `+w.and()+` ORDER BY v.item_id`, append([]any{dims}, w.args...)...)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/embedtest"
@@ -49,7 +47,7 @@ func openBenchDB(b *testing.B) *DB {
 	ctx := context.Background()
 	emb := embedtest.HashEmbedder{Dims: benchDims}
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	err = db.write(ctx, func(tx *sqlx.Tx) error {
+	err = db.write(ctx, func(tx *connTx) error {
 		items, err := tx.PrepareContext(ctx, `INSERT INTO store_items (id, namespace, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // A store item's full-text entry is written to store_fts_pending by its put
@@ -83,7 +81,7 @@ func (db *DB) indexText(ctx context.Context) error {
 		return nil
 	}
 	queued := db.text.queued.Load() // committed before this write begins: it indexes them
-	err := db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO store_fts (rowid, text) SELECT item_id, text FROM store_fts_pending ORDER BY item_id`); err != nil {
 			return fmt.Errorf("index store texts: %w", err)
 		}

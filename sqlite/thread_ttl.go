@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/graphserver/graphserver"
 )
 
@@ -18,7 +16,7 @@ import (
 // concurrently is never deleted with its thread.
 func (db *DB) SweepExpiredThreads(ctx context.Context, now time.Time, limit int) (int, error) {
 	var swept int
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		var rows []struct {
 			ID       string `db:"thread_id"`
 			Strategy string `db:"ttl_strategy"`

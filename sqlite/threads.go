@@ -154,7 +154,7 @@ func (db *DB) CreateThread(ctx context.Context, t *graphserver.Thread, ifExists 
 		return nil, err
 	}
 	var out *graphserver.Thread
-	err = db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		err := insertThreadRow(ctx, tx, row)
 		if graphserver.ErrorCode(err) == graphserver.ECONFLICT {
 			if ifExists != graphserver.IfExistsDoNothing {
@@ -198,7 +198,7 @@ func newThreadRow(t *graphserver.Thread) (*threadRow, error) {
 
 // insertThreadRow inserts row in tx; ECONFLICT when its id is taken. It is
 // the one thread insert (CreateThread, CopyThread, Tx.InsertThread).
-func insertThreadRow(ctx context.Context, tx *sqlx.Tx, row *threadRow) error {
+func insertThreadRow(ctx context.Context, tx *connTx, row *threadRow) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO threads (`+threadColumns+`, temporary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		row.ThreadID, row.CreatedAt, row.UpdatedAt, row.StateUpdatedAt, row.Metadata, row.Config, row.Context, row.Status,
 		row.Values, row.Interrupts, row.Error, row.TTLStrategy, row.TTLMinutes, row.TTLExpiresAt, row.Temporary)
@@ -224,7 +224,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 		patch = &graphserver.ThreadPatch{}
 	}
 	var out *graphserver.Thread
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		t, err := getThread(ctx, tx, id, filter)
 		if err != nil {
 			return err
@@ -263,7 +263,7 @@ func (db *DB) UpdateThread(ctx context.Context, id string, patch *graphserver.Th
 // writes go with the thread (foreign keys with ON DELETE CASCADE; later
 // tables referencing threads cascade the same way).
 func (db *DB) DeleteThread(ctx context.Context, id string, filter graphserver.Filter) error {
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		var w where
 		w.add("thread_id = ?", id)
 		if err := w.filter("metadata", filter); err != nil {
@@ -392,7 +392,7 @@ func (db *DB) CountThreads(ctx context.Context, s *graphserver.ThreadSearch) (in
 // newID is taken.
 func (db *DB) CopyThread(ctx context.Context, sourceID, newID string, now time.Time, filter graphserver.Filter) (*graphserver.Thread, error) {
 	var out *graphserver.Thread
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		if _, err := getThread(ctx, tx, sourceID, filter); err != nil {
 			return err
 		}
@@ -436,7 +436,7 @@ func (db *DB) PruneThreads(ctx context.Context, ids []string, strategy string, f
 		return 0, graphserver.Errorf(graphserver.EINVALID, "The prune strategy %q is invalid: use delete or keep_latest.", strategy)
 	}
 	var count int
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		seen := map[string]bool{}
 		for _, id := range ids {
 			if seen[id] {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/graphserver/graphserver/driver"
-	"github.com/jmoiron/sqlx"
 )
 
 // truncateStatements lists, per flag, the statements emptying its tables.
@@ -51,7 +50,7 @@ func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
 		// A condition is NULL where a key is missing: such rows go.
 		deleteAssistants += ` WHERE NOT coalesce((` + strings.Join(keep.conds, " AND ") + `), 0)`
 	}
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		for _, group := range truncateStatements {
 			if !group.on(opts) {
 				continue

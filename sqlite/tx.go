@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
 	"github.com/graphserver/graphserver/internal/jsoncol"
@@ -21,7 +19,7 @@ import (
 // grouped writes (writeGrouped): it commits with the writes queued beside
 // it, and fn runs again when another write of its group fails.
 func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx driver.Tx) error) error {
-	return db.writeGrouped(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error {
 		return fn(ctx, &txn{db: db, tx: tx})
 	})
 }
@@ -29,13 +27,13 @@ func (db *DB) WithTx(ctx context.Context, fn func(ctx context.Context, tx driver
 // txn is a driver.Tx on a write transaction of the DB.
 type txn struct {
 	db *DB
-	tx *sqlx.Tx
+	tx *connTx
 }
 
 var _ driver.Tx = (*txn)(nil)
 
 // txOf returns the SQL transaction of a Tx this DB's WithTx gave.
-func (db *DB) txOf(tx driver.Tx) *sqlx.Tx { return tx.(*txn).tx }
+func (db *DB) txOf(tx driver.Tx) *connTx { return tx.(*txn).tx }
 
 // runRefRow is a run as driver.RunRef reads it.
 type runRefRow struct {
@@ -126,8 +124,8 @@ func (t *txn) UpdateThread(ctx context.Context, id string, w *driver.ThreadWrite
 		}
 	}
 	if w.Summary == nil {
-		// Nothing to read back (a run's creation): no rows to scan, which
-		// database/sql watches with a goroutine each inside a transaction.
+		// Nothing to read back (a run's creation): an Exec, which costs
+		// less than a query and its rows.
 		res, err := t.tx.ExecContext(ctx, `UPDATE threads SET `+strings.Join(set, ", ")+` WHERE thread_id = ?`, append(args, id)...)
 		if err != nil {
 			return fmt.Errorf("update thread %s: %w", id, err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/graphserver/graphserver/driver"
-	"github.com/jmoiron/sqlx"
 )
 
 // webhookRow is a webhook_outbox row.
@@ -24,7 +23,7 @@ type webhookRow struct {
 // ClaimWebhooks implements driver.RunStorage.
 func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*driver.WebhookDelivery, error) {
 	var rows []webhookRow
-	err := db.write(ctx, func(tx *sqlx.Tx) error {
+	err := db.write(ctx, func(tx *connTx) error {
 		return tx.SelectContext(ctx, &rows, `UPDATE webhook_outbox SET next_at = ?
 			WHERE id IN (SELECT id FROM webhook_outbox WHERE next_at <= ? ORDER BY next_at LIMIT ?)
 			RETURNING id, run_id, url, body, attempts, next_at`, formatTime(leaseUntil), formatTime(now), limit)
@@ -46,14 +45,14 @@ func (db *DB) ClaimWebhooks(ctx context.Context, now, leaseUntil time.Time, limi
 
 // EnqueueWebhook implements driver.RunStorage.
 func (db *DB) EnqueueWebhook(ctx context.Context, d *driver.WebhookDelivery) error {
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		return insertWebhook(ctx, tx, d, d.NextAt)
 	})
 }
 
 // UpdateWebhook implements driver.RunStorage.
 func (db *DB) UpdateWebhook(ctx context.Context, id string, attempts int, done bool, next time.Time, lastError string) error {
-	return db.write(ctx, func(tx *sqlx.Tx) error {
+	return db.write(ctx, func(tx *connTx) error {
 		if done {
 			_, err := tx.ExecContext(ctx, `DELETE FROM webhook_outbox WHERE id = ?`, id)
 			return err
