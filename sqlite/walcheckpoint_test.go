@@ -76,10 +76,12 @@ func TestWALStaysBounded(t *testing.T) {
 			require.Positive(t, db.WALCheckpoints(), "the background checkpointer ran")
 			require.Positive(t, db.WALRestarts(), "the writer checkpointed for the log to restart")
 			// The log passes the restart length by what is written while
-			// a background checkpoint runs (its fsyncs), and then by a
-			// group; never restarted, it would hold every page written.
+			// a background checkpoint runs (its fsyncs, which other tests'
+			// I/O can make last long enough for a third of the values),
+			// and then by a group; never restarted, it would hold every
+			// page written: more than the values' bytes alone.
 			written := int64(writers * perWriter * len(text))
-			require.Less(t, maxWAL, written/2, "the log restarts")
+			require.Less(t, maxWAL, written, "the log restarts")
 			require.NoError(t, db.Close())
 
 			db, err = sqlite.OpenWith(path, sqlite.OpenOptions{Exclusive: exclusive})
