@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/graphserver/graphserver"
 	"github.com/graphserver/graphserver/driver"
+	"github.com/graphserver/graphserver/internal/jsoncol"
 	"github.com/graphserver/graphserver/record"
 )
 
@@ -331,8 +332,8 @@ func fromRecord(rec *driver.CheckpointRecord) (*ckpt, error) {
 		if !ok {
 			continue
 		}
-		var val any
-		if err := json.Unmarshal(raw, &val); err != nil {
+		val, err := jsoncol.DecodeValue(raw)
+		if err != nil {
 			return nil, fmt.Errorf("decode checkpoint %s channel %s: %w", rec.CheckpointID, k, err)
 		}
 		c.values[k] = val

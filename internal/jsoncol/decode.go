@@ -6,14 +6,15 @@ import (
 )
 
 // The decoder below reads the JSON objects the drivers stored (a store
-// item's value, a thread's metadata) into what json.Unmarshal gives for a
-// map[string]any: nil, bool, float64, string, []any and map[string]any. It
+// item's value, a thread's metadata) and the channel values the graph
+// engine reads back, into what json.Unmarshal gives for a map[string]any
+// or an any: nil, bool, float64, string, []any and map[string]any. It
 // skips encoding/json's reflection and its copy of every string (keys and
 // strings without escapes are substrings of the column text). It gives up
 // (ok false) on whatever it does not read exactly as json.Unmarshal does
 // (invalid JSON, invalid UTF-8, an escaped surrogate, a number out of
-// range, deep nesting), and DecodeObject then asks encoding/json, so the
-// result and the error are always json.Unmarshal's.
+// range, deep nesting), and DecodeObject or DecodeValue then asks
+// encoding/json, so the result and the error are always json.Unmarshal's.
 
 // fastDepthMax is how deeply decodeObjectFast nests before it gives up.
 const fastDepthMax = 200
@@ -32,6 +33,17 @@ func decodeObjectFast(s string) (m map[string]any, ok bool) {
 	}
 	d.space()
 	return m, d.i == len(s)
+}
+
+// decodeValueFast decodes s, any JSON value, as decodeObjectFast decodes
+// an object.
+func decodeValueFast(s string) (v any, ok bool) {
+	d := fastDecoder{s: s}
+	if v, ok = d.value(0); !ok {
+		return nil, false
+	}
+	d.space()
+	return v, d.i == len(s)
 }
 
 // fastDecoder reads s from i.

@@ -53,6 +53,43 @@ func TestDecodeObjectFast(t *testing.T) {
 	}
 }
 
+// valueCases are values other than objects: DecodeValue must give
+// json.Unmarshal's result for them too, or fail as it does.
+var valueCases = []struct {
+	in   string
+	fast bool
+}{
+	{`[1,"two",{"three":3},[],null]`, true},
+	{` "a string" `, true},
+	{`-12.5e-3`, true},
+	{`true`, true},
+	{`null`, true},
+	{`{}`, true},
+	{`""`, true},
+	{`"\ud834\udd1e"`, false},
+	{`[1,2`, false},
+	{`1 2`, false},
+	{``, false},
+	{` `, false},
+}
+
+func TestDecodeValueFast(t *testing.T) {
+	t.Parallel()
+	for _, c := range decodeCases {
+		// The objects read fast are values read fast; of the others, some
+		// are values (an array), which the value cases cover.
+		if _, ok := decodeValueFast(c.in); c.fast {
+			require.True(t, ok, "decodeValueFast(%q) ok", c.in)
+		}
+		requireDecodesValueAsJSON(t, c.in)
+	}
+	for _, c := range valueCases {
+		_, ok := decodeValueFast(c.in)
+		require.Equal(t, c.fast, ok, "decodeValueFast(%q) ok", c.in)
+		requireDecodesValueAsJSON(t, c.in)
+	}
+}
+
 func TestDecodeObjectFastDepth(t *testing.T) {
 	t.Parallel()
 	deep := func(n int) string {
@@ -67,6 +104,9 @@ func TestDecodeObjectFastDepth(t *testing.T) {
 	_, ok = decodeObjectFast(deep(fastDepthMax))
 	require.False(t, ok, "too deep: left to encoding/json")
 	requireDecodesAsJSON(t, deep(fastDepthMax))
+	_, ok = decodeValueFast(deep(fastDepthMax))
+	require.False(t, ok, "too deep: left to encoding/json")
+	requireDecodesValueAsJSON(t, deep(fastDepthMax))
 }
 
 // requireDecodesAsJSON checks that DecodeObject(s) gives what
@@ -84,11 +124,29 @@ func requireDecodesAsJSON(t testing.TB, s string) {
 	require.Equal(t, want, got, "DecodeObject(%q)", s)
 }
 
+// requireDecodesValueAsJSON checks that DecodeValue(s) gives what
+// json.Unmarshal gives for an any, or fails when it does.
+func requireDecodesValueAsJSON(t testing.TB, s string) {
+	t.Helper()
+	var want any
+	wantErr := json.Unmarshal([]byte(s), &want)
+	got, err := DecodeValue([]byte(s))
+	if wantErr != nil {
+		require.Error(t, err, "DecodeValue(%q)", s)
+		return
+	}
+	require.NoError(t, err, "DecodeValue(%q)", s)
+	require.Equal(t, want, got, "DecodeValue(%q)", s)
+}
+
+// FuzzDecodeObject checks DecodeObject, and DecodeValue on the same text,
+// against json.Unmarshal.
 func FuzzDecodeObject(f *testing.F) {
-	for _, c := range decodeCases {
+	for _, c := range append(decodeCases, valueCases...) {
 		f.Add(c.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		requireDecodesValueAsJSON(t, s)
 		if s == "" || s == "null" || s == "{}" {
 			return // DecodeObject's empty cases
 		}

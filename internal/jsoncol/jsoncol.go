@@ -52,6 +52,21 @@ func DecodeObject(s string) (graphserver.Object, error) {
 	return o, nil
 }
 
+// DecodeValue reads a JSON value into what json.Unmarshal gives for an
+// any (nil, bool, float64, string, []any or map[string]any), without its
+// reflection for the values decodeValueFast reads. Strings may share the
+// memory of data's copy.
+func DecodeValue(data []byte) (any, error) {
+	if v, ok := decodeValueFast(string(data)); ok {
+		return v, nil
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // Value renders any value for a JSON column.
 func Value(v any) (string, error) {
 	s, err := record.EncodeString(func(b []byte) ([]byte, error) { return record.AppendJSON(b, v) })
