@@ -5,8 +5,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"net/url"
-	"strings"
 	"sync/atomic"
 
 	"modernc.org/sqlite"
@@ -30,32 +28,20 @@ const stmtCacheSize = 256
 // cachingConnector opens modernc connections that keep their prepared
 // statements: SQLite parses and plans a query text once per connection
 // instead of at every execution, which is most of the CPU time of the short
-// queries of the run queue and the checkpoints. Their transactions begin
-// and end with cached statements too.
+// queries of the run queue and the checkpoints. The package's transactions
+// (connTx) begin and end with cached statements too.
 type cachingConnector struct {
 	inner driver.Connector
-	begin string // the statement beginning a read-write transaction
 }
 
 // newCachingConnector returns a connector for dsn whose connections cache
-// their statements. The DSN's _txlock (deferred, immediate or exclusive)
-// sets how read-write transactions begin, as it does for modernc.
+// their statements.
 func newCachingConnector(dsn string) (driver.Connector, error) {
 	c, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	begin := "BEGIN"
-	if _, query, ok := strings.Cut(dsn, "?"); ok {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return nil, err
-		}
-		if mode := q.Get("_txlock"); mode != "" && mode != "deferred" {
-			begin += " " + strings.ToUpper(mode)
-		}
-	}
-	return cachingConnector{inner: c, begin: begin}, nil
+	return cachingConnector{inner: c}, nil
 }
 
 // Connect implements driver.Connector.
@@ -64,7 +50,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCachedConn(conn, c.begin)
+	return newCachedConn(conn)
 }
 
 // Driver implements driver.Connector.
@@ -95,7 +81,6 @@ type innerConn interface {
 // on its own).
 type cachedConn struct {
 	innerConn
-	begin string                   // BEGIN statement of read-write transactions
 	lru   *list.List               // of *cachedStmt, most recent first
 	stmts map[string]*list.Element // query -> element of lru
 }
@@ -115,13 +100,13 @@ type stmtContext interface {
 	driver.StmtQueryContext
 }
 
-func newCachedConn(conn driver.Conn, begin string) (driver.Conn, error) {
+func newCachedConn(conn driver.Conn) (driver.Conn, error) {
 	ic, ok := conn.(innerConn)
 	if !ok {
 		conn.Close()
 		return nil, errors.New("sqlite connection lacks the context methods")
 	}
-	return &cachedConn{innerConn: ic, begin: begin, lru: list.New(), stmts: map[string]*list.Element{}}, nil
+	return &cachedConn{innerConn: ic, lru: list.New(), stmts: map[string]*list.Element{}}, nil
 }
 
 // uncancellable returns ctx without its cancellation, or ctx.Err() when it
@@ -134,41 +119,6 @@ func uncancellable(ctx context.Context) (context.Context, error) {
 		return nil, err
 	}
 	return context.WithoutCancel(ctx), nil
-}
-
-// BeginTx implements driver.ConnBeginTx with the cached statements BEGIN
-// (BEGIN IMMEDIATE when the DSN asks for it; BEGIN for a read-only
-// transaction), COMMIT and ROLLBACK, where modernc parses them anew each
-// time.
-func (c *cachedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	begin := c.begin
-	if opts.ReadOnly {
-		begin = "BEGIN"
-	}
-	if _, err := c.ExecContext(ctx, begin, nil); err != nil {
-		return nil, err
-	}
-	return cachedTx{c}, nil
-}
-
-// cachedTx is a transaction of a cachedConn.
-type cachedTx struct{ c *cachedConn }
-
-// Commit implements driver.Tx. A failed COMMIT (SQLITE_BUSY, say) may leave
-// the transaction open: it is rolled back, as database/sql expects the
-// connection to be out of any transaction afterwards.
-func (t cachedTx) Commit() error {
-	_, err := t.c.ExecContext(context.Background(), "COMMIT", nil)
-	if err != nil {
-		_, _ = t.c.ExecContext(context.Background(), "ROLLBACK", nil) // "no transaction is active" when COMMIT ended it
-	}
-	return err
-}
-
-// Rollback implements driver.Tx.
-func (t cachedTx) Rollback() error {
-	_, err := t.c.ExecContext(context.Background(), "ROLLBACK", nil)
-	return err
 }
 
 // stmt returns the cached statement of query, preparing it if needed; nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 )
 
@@ -137,10 +138,11 @@ func TestStmtCache(t *testing.T) {
 		t.Parallel()
 		db := openCachedPool(t)
 		base := cacheLen(t, db)
+		pool := sqlx.NewDb(db, "sqlite")
 		for i, commit := range []bool{true, false, true} {
-			tx, err := db.Begin()
+			tx, err := beginTx(t.Context(), pool, beginWrite)
 			require.NoError(t, err)
-			_, err = tx.Exec(`INSERT INTO t (x) VALUES (?)`, 10+i)
+			_, err = tx.ExecContext(t.Context(), `INSERT INTO t (x) VALUES (?)`, 10+i)
 			require.NoError(t, err)
 			if commit {
 				require.NoError(t, tx.Commit())
@@ -158,7 +160,8 @@ func TestStmtCache(t *testing.T) {
 		}
 		require.NoError(t, rows.Close())
 		require.Equal(t, []int{10, 12}, got)
-		// BEGIN, COMMIT, ROLLBACK, the insert and the select: cached once.
+		// BEGIN IMMEDIATE, COMMIT, ROLLBACK, the insert and the select:
+		// cached once.
 		require.Equal(t, base+5, cacheLen(t, db))
 	})
 
@@ -173,18 +176,4 @@ func TestStmtCache(t *testing.T) {
 		require.NoError(t, db.QueryRow(`SELECT count(*) FROM t`).Scan(&n))
 		require.Equal(t, 5, n, "a statement whose context is done does not run")
 	})
-}
-
-func TestCachingConnectorBegin(t *testing.T) {
-	t.Parallel()
-	for dsn, want := range map[string]string{
-		"x.db":                             "BEGIN",
-		"x.db?_txlock=deferred":            "BEGIN",
-		"x.db?_txlock=immediate":           "BEGIN IMMEDIATE",
-		"x.db?_pragma=a&_txlock=exclusive": "BEGIN EXCLUSIVE",
-	} {
-		c, err := newCachingConnector(dsn)
-		require.NoError(t, err)
-		require.Equal(t, want, c.(cachingConnector).begin, dsn)
-	}
 }
