@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,6 +32,11 @@ const (
 // that each measurement lasts about as long as a row's.
 func limitRequests(o *options) int { return 10 * o.n }
 
+// adjacentRequests is how many requests the measurement of net/http alone
+// that follows each of graphserver's measurements makes (about half a
+// row's time, at about ten times a row's rate: shorter, it varies more).
+func adjacentRequests(o *options) int { return 5 * o.n }
+
 // limitResults are the limits' measurements.
 type limitResults struct {
 	web, lite []result
@@ -53,30 +59,38 @@ func (l *limitResults) table() [][]string {
 	return [][]string{{title, "rate", "p50", "p99", "CPU/req"}, limitRow(limitHTTP, l.web), limitRow(limitSQLite, l.lite)}
 }
 
-// measureLimits measures the HTTP and SQLite limits o.repeat times each.
-func measureLimits(ctx context.Context, o *options, stderr io.Writer) (limitResults, error) {
+// getOK is the request of the HTTP limit: an empty JSON answer.
+var getOK = timed(func(ctx context.Context, t *target, _ int) error {
+	_, err := t.call(ctx, http.MethodGet, "/ok", "", http.StatusOK)
+	return err
+})
+
+// startBare starts the server of the HTTP limit (net/http alone, in a
+// process of its own), ready and warmed up; the caller stops it.
+func startBare(ctx context.Context, o *options, stderr io.Writer) (*target, error) {
 	bo := *o
 	bo.url, bo.processes = "", 1
 	bo.server = serveConfig{bare: true, logLevel: o.server.logLevel}
 	bare, err := startTarget(ctx, &bo, stderr)
 	if err != nil {
-		return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
+		return nil, fmt.Errorf("bare HTTP server: %w", err)
 	}
-	defer bare.stop()
 	if err := bare.waitReady(ctx); err != nil {
-		return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
+		return nil, errors.Join(fmt.Errorf("bare HTTP server: %w", err), bare.stop())
 	}
+	if _, err := measure(ctx, bare, o.clients, max(limitRequests(o)/10, o.clients), getOK); err != nil { // warm-up
+		return nil, errors.Join(fmt.Errorf("bare HTTP server: %w", err), bare.stop())
+	}
+	return bare, nil
+}
+
+// measureLimits measures the HTTP limit (on bare, see startBare) and the
+// SQLite limit o.repeat times each.
+func measureLimits(ctx context.Context, o *options, bare *target) (limitResults, error) {
 	n := limitRequests(o)
-	get := timed(func(ctx context.Context, t *target, _ int) error {
-		_, err := t.call(ctx, http.MethodGet, "/ok", "", http.StatusOK)
-		return err
-	})
-	if _, err := measure(ctx, bare, o.clients, max(n/10, o.clients), get); err != nil { // warm-up
-		return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
-	}
 	var web, lite []result
 	for range o.repeat {
-		r, err := measure(ctx, bare, o.clients, n, get)
+		r, err := measure(ctx, bare, o.clients, n, getOK)
 		if err != nil {
 			return limitResults{}, fmt.Errorf("bare HTTP server: %w", err)
 		}

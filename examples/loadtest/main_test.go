@@ -27,6 +27,11 @@ func TestRun(t *testing.T) {
 	require.NotContains(t, table, "| 0/s", table)
 	require.Contains(t, table, "s in all for quiet servers before measurements", table)
 	require.Contains(t, table, "| the box's limit, in this run, before and after the rows | rate |", table)
+	// Each row as a fraction of net/http alone measured just after it.
+	require.Contains(t, table, "| CPU/req | graphserver ÷ net/http alone just after |\n", table)
+	for _, sc := range scenarios {
+		require.Regexp(t, `\| `+regexp.QuoteMeta(sc.name)+` \| .* \| [0-9.]+%(–[0-9.]+%)? \|\n`, table)
+	}
 	// Measured twice (before and after), the limits are ranges unless the
 	// two agree to the printed digit.
 	require.Regexp(t, `\| `+regexp.QuoteMeta(limitHTTP)+` \| [0-9]+/s(–[0-9]+/s)? \| [0-9.]+ ms(–[0-9.]+ ms)? \|`, table)
@@ -56,8 +61,19 @@ func TestRunAgainst(t *testing.T) {
 		"-js", other.base, "-js-name", "other", "-repeat", "2"}, &out, io.Discard)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Equal(t, "| scenario | graphserver | p50 | p99 | CPU/req | other | p50 | p99 | CPU/req | graphserver ÷ other |", lines[len(lines)-3])
-	require.Regexp(t, `^\| POST /threads \| .* \| [0-9.]+× rate, [0-9.]+× faster p50(, [0-9.]+× less CPU)? \|$`, lines[len(lines)-1])
+	require.Equal(t, "| scenario | graphserver | p50 | p99 | CPU/req | other | p50 | p99 | CPU/req | graphserver ÷ other | graphserver ÷ net/http alone just after |", lines[len(lines)-3])
+	require.Regexp(t, `^\| POST /threads \| .* \| [0-9.]+× rate, [0-9.]+× faster p50(, [0-9.]+× less CPU)? \| [0-9.]+%(–[0-9.]+%)? \|$`, lines[len(lines)-1])
+}
+
+// TestNoLimits: with -limits=false, neither the limits table nor the
+// column of fractions of net/http alone.
+func TestNoLimits(t *testing.T) {
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"-inprocess", "-n", "20", "-clients", "2", "-subscribers", "0", "-only", "threads", "-limits=false"}, &out, io.Discard)
+	require.NoError(t, err)
+	table := out.String()
+	require.Contains(t, table, "| scenario | graphserver | p50 | p99 | CPU/req |\n", table)
+	require.NotContains(t, table, "net/http", table)
 }
 
 func TestFlags(t *testing.T) {

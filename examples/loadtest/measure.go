@@ -25,8 +25,11 @@ type result struct {
 }
 
 // loadTest runs every selected scenario on every target, o.repeat times,
-// alternating targets, and prints the table.
-func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writer) error {
+// alternating targets, and prints the table. With bare (the server of the
+// HTTP limit, see startBare), each measurement of the first target is
+// followed by one of bare, once the targets are quiet, and the table's last
+// column gives the first target's rate as a fraction of bare's.
+func loadTest(ctx context.Context, o *options, targets []*target, bare *target, stdout io.Writer) error {
 	for _, t := range targets {
 		if err := t.waitReady(ctx); err != nil {
 			return fmt.Errorf("%s at %s: %w", t.name, t.base, err)
@@ -35,12 +38,16 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 	fmt.Fprintf(stdout, "loadtest: %d clients, %d requests per measurement, %d measurement(s) per row; %d CPUs, GOMAXPROCS %d, %s; load average %s\n",
 		o.clients, o.n, o.repeat, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), loadAverage())
 	rows := [][]string{header(targets)}
+	if bare != nil {
+		rows[0] = append(rows[0], targets[0].name+" ÷ net/http alone just after")
+	}
 	quiet := &quietWaits{}
 	for _, sc := range scenarios {
 		if !strings.Contains(sc.key, o.only) {
 			continue
 		}
 		res := make([][]result, len(targets))
+		var shares []float64 // of the HTTP limit just after
 		for _, t := range targets {
 			if sc.setup != nil {
 				if err := sc.setup(ctx, t, o.clients); err != nil {
@@ -61,9 +68,23 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 					return fmt.Errorf("%s: %s: %w", t.name, sc.name, err)
 				}
 				res[i] = append(res[i], r)
+				if i == 0 && bare != nil {
+					if err := quiet.wait(ctx, targets); err != nil {
+						return err
+					}
+					h, err := measure(ctx, bare, o.clients, adjacentRequests(o), getOK)
+					if err != nil {
+						return fmt.Errorf("bare HTTP server: %w", err)
+					}
+					shares = append(shares, r.rate/h.rate)
+				}
 			}
 		}
-		rows = append(rows, row(sc.name, res))
+		cells := row(sc.name, res)
+		if bare != nil {
+			cells = append(cells, percentRange(shares))
+		}
+		rows = append(rows, cells)
 	}
 	if o.subscribers > 0 && strings.Contains("subscribers", o.only) {
 		var cells []string
@@ -79,6 +100,9 @@ func loadTest(ctx context.Context, o *options, targets []*target, stdout io.Writ
 		r := append([]string{fmt.Sprintf("%d idle joined SSE subscribers: server RSS", o.subscribers)}, cells...)
 		if len(targets) == 2 {
 			r = append(r, ratio(float64(mem[1]), float64(mem[0]), "× less"))
+		}
+		if bare != nil {
+			r = append(r, "")
 		}
 		rows = append(rows, r)
 	}
@@ -324,6 +348,15 @@ func row(name string, res [][]result) []string {
 }
 
 func ms2(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// percentRange renders fractions as the range of their percentages.
+func percentRange(fs []float64) string {
+	lo, hi := slices.Min(fs), slices.Max(fs)
+	if s := fmt.Sprintf("%.1f%%", 100*lo); s != fmt.Sprintf("%.1f%%", 100*hi) {
+		return s + "–" + fmt.Sprintf("%.1f%%", 100*hi)
+	}
+	return fmt.Sprintf("%.1f%%", 100*lo)
+}
 
 func rangeOf(ms []result, f func(result) float64, format string) string {
 	lo, hi := f(ms[0]), f(ms[0])
