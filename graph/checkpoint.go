@@ -188,10 +188,7 @@ func (b *body) marshal() (json.RawMessage, error) {
 	if len(b.F) > 0 {
 		field("f", b.F)
 	}
-	if len(out) == 0 {
-		out = append(out, '{')
-	}
-	return append(out, '}'), err
+	return record.EndJSONObject(out), err
 }
 
 // decodeBody fills c, whose versions are set, from a body written by

@@ -206,8 +206,7 @@ const hexDigits = "0123456789abcdef"
 
 // AppendJSONKey appends the start of the object member "k": to b, which
 // holds the members before it: '{' first when b is empty, ',' otherwise.
-// The caller appends the member's value, and '}' after the last member
-// (or "{}" when there was none).
+// The caller appends the member's value, and EndJSONObject ends the object.
 func AppendJSONKey(b []byte, k string) []byte {
 	if len(b) == 0 {
 		b = append(b, '{')
@@ -215,6 +214,15 @@ func AppendJSONKey(b []byte, k string) []byte {
 		b = append(b, ',')
 	}
 	return append(appendJSONString(b, k), ':')
+}
+
+// EndJSONObject ends the object whose members AppendJSONKey began in b:
+// "{}" when b is empty (no member).
+func EndJSONObject(b []byte) []byte {
+	if len(b) == 0 {
+		b = append(b, '{')
+	}
+	return append(b, '}')
 }
 
 // AppendJSONString appends s quoted as json.Marshal quotes it.

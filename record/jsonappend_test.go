@@ -108,7 +108,8 @@ func TestAppendJSON(t *testing.T) {
 	}
 	want, err := json.Marshal(m)
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(append(obj, '}')))
+	require.Equal(t, string(want), string(record.EndJSONObject(obj)))
+	require.Equal(t, "{}", string(record.EndJSONObject(nil)), "no member: an empty object")
 
 	errAppend := errors.New("append failed")
 	s, err := record.EncodeString(func(b []byte) ([]byte, error) { return append(b, "partial"...), errAppend })

@@ -38,10 +38,7 @@ func encodeChannels(locs map[string]chanLoc) string {
 			}
 			b = append(b, ']')
 		}
-		if len(b) == 0 {
-			b = append(b, '{')
-		}
-		return append(b, '}'), nil
+		return record.EndJSONObject(b), nil
 	})
 	return s
 }

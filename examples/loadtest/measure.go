@@ -351,11 +351,7 @@ func ms2(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // percentRange renders fractions as the range of their percentages.
 func percentRange(fs []float64) string {
-	lo, hi := slices.Min(fs), slices.Max(fs)
-	if s := fmt.Sprintf("%.1f%%", 100*lo); s != fmt.Sprintf("%.1f%%", 100*hi) {
-		return s + "–" + fmt.Sprintf("%.1f%%", 100*hi)
-	}
-	return fmt.Sprintf("%.1f%%", 100*lo)
+	return formatRange(100*slices.Min(fs), 100*slices.Max(fs), "%.1f%%")
 }
 
 func rangeOf(ms []result, f func(result) float64, format string) string {
@@ -363,10 +359,15 @@ func rangeOf(ms []result, f func(result) float64, format string) string {
 	for _, m := range ms[1:] {
 		lo, hi = min(lo, f(m)), max(hi, f(m))
 	}
-	if len(ms) == 1 || fmt.Sprintf(format, lo) == fmt.Sprintf(format, hi) {
-		return fmt.Sprintf(format, lo)
+	return formatRange(lo, hi, format)
+}
+
+// formatRange renders lo–hi, or one value when both print the same.
+func formatRange(lo, hi float64, format string) string {
+	if l, h := fmt.Sprintf(format, lo), fmt.Sprintf(format, hi); l != h {
+		return l + "–" + h
 	}
-	return fmt.Sprintf(format, lo) + "–" + fmt.Sprintf(format, hi)
+	return fmt.Sprintf(format, lo)
 }
 
 func median(ms []result, f func(result) float64) float64 {
