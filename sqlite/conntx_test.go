@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -45,7 +46,7 @@ func TestTransactionsStartNoWatchers(t *testing.T) {
 			return err
 		}
 		defer rows.Close()
-		require.Equal(t, before, watchers(), "no goroutine watches the transaction or its open rows")
+		require.LessOrEqual(t, watchers(), before, "no goroutine watches the transaction or its open rows (one left by an earlier test may end meanwhile)")
 		return rows.Err()
 	}
 	require.NoError(t, db.writeGrouped(ctx, func(ctx context.Context, tx *connTx) error { return query(tx, 1) }))
@@ -62,7 +63,7 @@ func TestTransactionsStartNoWatchers(t *testing.T) {
 			return err
 		}
 		defer rows.Close()
-		require.Equal(t, before, watchers())
+		require.LessOrEqual(t, watchers(), before)
 		for rows.Next() {
 			var x int
 			if err := rows.Scan(&x); err != nil {
@@ -83,11 +84,13 @@ func TestTransactionsStartNoWatchers(t *testing.T) {
 	require.Equal(t, 0, db.writer.Stats().InUse, "the writer's connection is back in its pool")
 
 	// What watchers counts: a query whose context can be cancelled, outside
-	// a connTx, is watched.
+	// a connTx, is watched (by a goroutine the stack dump may show only
+	// once it is scheduled).
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	base := watchers()
 	rows, err := db.reader.QueryContext(cctx, `SELECT x FROM g`)
 	require.NoError(t, err)
 	defer rows.Close()
-	require.Equal(t, before+1, watchers())
+	require.Eventually(t, func() bool { return watchers() > base }, 10*time.Second, time.Millisecond)
 }
