@@ -46,6 +46,7 @@ const statsTimeout = 5 * time.Second
 //	webhook_attempt_duration_seconds                  duration of each attempt
 //	storage_write_group_size                          writes per grouped transaction
 //	storage_write_group_duration_seconds              grouped transaction latency, begin to commit
+//	storage_write_group_wait_seconds                  time its oldest write queued for a grouped transaction
 //	storage_write_group_errors_total                  grouped transactions that failed to commit
 type metrics struct {
 	srv      *graphserver.Server
@@ -69,6 +70,7 @@ type metrics struct {
 
 	groupSize     prometheus.Histogram
 	groupDuration prometheus.Histogram
+	groupWait     prometheus.Histogram
 	groupErrors   prometheus.Counter
 
 	queueDepth, queueDelayed, runsRunning, runsExecuting, eventLogs, subscribers *prometheus.Desc
@@ -114,6 +116,7 @@ func newMetrics(srv *graphserver.Server, reg *prometheus.Registry, logger *slog.
 	m.webhookDuration = histogram1("webhook_attempt_duration_seconds", "Duration of webhook delivery attempts.", prometheus.DefBuckets)
 	m.groupSize = histogram1("storage_write_group_size", "Writes committed per grouped storage transaction.", prometheus.ExponentialBuckets(1, 2, 8))
 	m.groupDuration = histogram1("storage_write_group_duration_seconds", "Latency of grouped storage transactions, begin to commit.", prometheus.ExponentialBuckets(0.0001, 4, 10))
+	m.groupWait = histogram1("storage_write_group_wait_seconds", "Time the oldest write of a grouped storage transaction waited for it to begin (queued behind the single writer).", prometheus.ExponentialBuckets(0.0001, 4, 10))
 	m.groupErrors = counter1("storage_write_group_errors_total", "Grouped storage transactions that failed to commit.")
 	m.queueDepth = gauge("run_queue_depth", "Pending runs a worker may claim now, in every process sharing the storage.")
 	m.queueDelayed = gauge("run_queue_delayed", "Pending runs waiting for their after_seconds.")
@@ -125,7 +128,7 @@ func newMetrics(srv *graphserver.Server, reg *prometheus.Registry, logger *slog.
 	for _, c := range []prometheus.Collector{
 		m.httpRequests, m.httpDuration, m.httpStreams, m.runsCreated, m.runsStarted, m.runsEnded,
 		m.runsReleased, m.runDuration, m.queueWait, m.webhookDeliveries, m.webhookRetries,
-		m.webhookDuration, m.groupSize, m.groupDuration, m.groupErrors, statsCollector{m},
+		m.webhookDuration, m.groupSize, m.groupDuration, m.groupWait, m.groupErrors, statsCollector{m},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -176,6 +179,7 @@ func (m *metrics) Observe(ev graphserver.Event) {
 		}
 		m.groupSize.Observe(float64(ev.Size))
 		m.groupDuration.Observe(ev.Duration.Seconds())
+		m.groupWait.Observe(ev.Wait.Seconds())
 	}
 }
 

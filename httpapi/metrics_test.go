@@ -208,6 +208,7 @@ func TestMetrics(t *testing.T) {
 	require.Positive(t, groups.GetSampleCount())
 	require.GreaterOrEqual(t, groups.GetSampleSum(), float64(groups.GetSampleCount()))
 	require.Equal(t, groups.GetSampleCount(), f.metric(t, "graphserver_storage_write_group_duration_seconds").Histogram.GetSampleCount())
+	require.Equal(t, groups.GetSampleCount(), f.metric(t, "graphserver_storage_write_group_wait_seconds").Histogram.GetSampleCount())
 
 	// The Go runtime and process collectors come with the default registry.
 	require.Contains(t, f, "go_goroutines")

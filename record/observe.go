@@ -76,6 +76,11 @@ type StorageWriteEvent struct {
 	Size int
 	// Duration is the time from the transaction's start to its commit.
 	Duration time.Duration
+	// Wait is how long the transaction's oldest write waited for it to
+	// start: the time a write spends queued behind the writer (SQLite's
+	// single writer commits one group at a time). Zero where writes do not
+	// queue (PostgreSQL).
+	Wait time.Duration
 	// Err is the transaction's error (nil when committed).
 	Err error
 }

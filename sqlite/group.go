@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/graphserver/graphserver"
 )
 
 // maxGroup is the most write functions one grouped transaction runs.
@@ -31,9 +33,10 @@ type groupWriter struct {
 
 // writeReq is one function waiting for its group.
 type writeReq struct {
-	ctx  context.Context
-	fn   func(ctx context.Context, tx *connTx) error
-	done chan error // capacity 1
+	ctx    context.Context
+	fn     func(ctx context.Context, tx *connTx) error
+	done   chan error // capacity 1
+	queued time.Time  // when writeGrouped queued it
 
 	// state is reqQueued until the group loop starts fn (reqStarted) or
 	// the caller gives up waiting (reqAbandoned), whichever comes first.
@@ -68,7 +71,7 @@ func (db *DB) writeGrouped(ctx context.Context, fn func(ctx context.Context, tx 
 		return err
 	}
 	g := db.group
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), queued: time.Now()}
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -150,6 +153,10 @@ func (db *DB) runGroup(batch []*writeReq) {
 	// gives up while the group waits for the connection (which a write
 	// outside the group may hold) is answered then, its write never run.
 	start := time.Now()
+	var wait time.Duration // the oldest write's, the first in the queue
+	if q := batch[0].queued; !q.IsZero() {
+		wait = start.Sub(q)
+	}
 	tx, err := db.beginGroup()
 	live := make([]*writeReq, 0, len(batch))
 	for _, r := range batch {
@@ -169,7 +176,7 @@ func (db *DB) runGroup(batch []*writeReq) {
 		}
 		return
 	}
-	results, retry := db.tryGroup(tx, start, live, false)
+	results, retry := db.tryGroup(tx, start, wait, live, false)
 	if retry {
 		for _, r := range live {
 			r.panicked = nil
@@ -180,7 +187,7 @@ func (db *DB) runGroup(batch []*writeReq) {
 				results[i] = err
 			}
 		} else {
-			results, _ = db.tryGroup(tx, start, live, true)
+			results, _ = db.tryGroup(tx, start, wait, live, true)
 		}
 	}
 	for i, r := range live {
@@ -197,11 +204,12 @@ func (db *DB) beginGroup() (*connTx, error) {
 	return tx, nil
 }
 
-// tryGroup runs batch in tx, begun at start, and ends tx: with savepoints,
+// tryGroup runs batch in tx, begun at start after its oldest write waited
+// wait, and ends tx: with savepoints,
 // each write that fails is rolled back alone and the others are committed;
 // without, the first failure rolls the transaction back and asks for a
 // retry (unless the write is alone). It returns each write's result.
-func (db *DB) tryGroup(tx *connTx, start time.Time, batch []*writeReq, savepoints bool) (results []error, retry bool) {
+func (db *DB) tryGroup(tx *connTx, start time.Time, wait time.Duration, batch []*writeReq, savepoints bool) (results []error, retry bool) {
 	results = make([]error, len(batch))
 	fail := func(err error) ([]error, bool) {
 		for i := range results {
@@ -242,7 +250,7 @@ func (db *DB) tryGroup(tx *connTx, start time.Time, batch []*writeReq, savepoint
 	}
 	if ran {
 		err := tx.Commit()
-		db.observeGroup(len(batch), time.Since(start), err)
+		db.observeGroup(graphserver.StorageWriteEvent{Size: len(batch), Duration: time.Since(start), Wait: wait, Err: err})
 		if err == nil {
 			db.wal.committed()
 			db.latest.commit()

@@ -172,6 +172,51 @@ func TestGroupWriter(t *testing.T) {
 		require.Equal(t, []int{8}, groupRows(t, db))
 	})
 
+	// A group's event reports how long its oldest write queued for it: a
+	// write queued behind a group held 50 ms waited at least that long.
+	t.Run("WaitReported", func(t *testing.T) {
+		t.Parallel()
+		db := openGroupDB(t)
+		var mu sync.Mutex
+		var evs []graphserver.StorageWriteEvent
+		db.AddObserver(observerFunc(func(ev graphserver.Event) {
+			if w, ok := ev.(graphserver.StorageWriteEvent); ok {
+				mu.Lock()
+				evs = append(evs, w)
+				mu.Unlock()
+			}
+		}))
+		release := make(chan struct{})
+		held := make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			first <- db.writeGrouped(context.Background(), func(ctx context.Context, tx *connTx) error {
+				close(held)
+				<-release
+				return insertG(1)(ctx, tx)
+			})
+		}()
+		<-held
+		second := make(chan error, 1)
+		go func() { second <- db.writeGrouped(context.Background(), insertG(2)) }()
+		require.Eventually(t, func() bool {
+			db.group.mu.Lock()
+			defer db.group.mu.Unlock()
+			return len(db.group.queue) == 1
+		}, 5*time.Second, time.Millisecond, "the second write queues behind the held group")
+		const hold = 50 * time.Millisecond
+		time.Sleep(hold)
+		close(release)
+		require.NoError(t, <-first)
+		require.NoError(t, <-second)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, evs, 2)
+		require.Less(t, evs[0].Wait, hold, "the first write found the writer idle")
+		require.GreaterOrEqual(t, evs[1].Wait, hold, "the second waited for the held group to commit")
+		require.Equal(t, 1, evs[1].Size)
+	})
+
 	// A caller that gives up while its write waits is answered at once,
 	// and its write never runs: while the write is queued, and once the
 	// group loop has taken it and waits for the connection, which a long
@@ -323,3 +368,8 @@ func (c *checkedCtx) Err() error {
 }
 
 func codeOf(err error) string { return graphserver.ErrorCode(err) }
+
+// observerFunc adapts a function to graphserver.Observer.
+type observerFunc func(graphserver.Event)
+
+func (f observerFunc) Observe(ev graphserver.Event) { f(ev) }

@@ -23,7 +23,8 @@ type dbObservers struct {
 
 // AddObserver implements driver.ObservableStorage: o is told of every
 // grouped write transaction (graphserver.StorageWriteEvent), whose size and
-// latency show how well group commit amortizes the writer. It is safe for
+// latency show how well group commit amortizes the writer, and whose wait
+// how long writes queue for it. It is safe for
 // concurrent use.
 func (db *DB) AddObserver(o graphserver.Observer) {
 	if o == nil {
@@ -35,11 +36,11 @@ func (db *DB) AddObserver(o graphserver.Observer) {
 }
 
 // observeGroup reports a grouped transaction to the observers.
-func (db *DB) observeGroup(size int, took time.Duration, err error) {
+func (db *DB) observeGroup(ev graphserver.StorageWriteEvent) {
 	db.observers.mu.RLock()
 	defer db.observers.mu.RUnlock()
 	for _, o := range db.observers.list {
-		o.Observe(graphserver.StorageWriteEvent{Size: size, Duration: took, Err: err})
+		o.Observe(ev)
 	}
 }
 

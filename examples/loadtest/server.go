@@ -184,11 +184,11 @@ func waitInput(seconds float64) string {
 }
 
 // groupStats counts the grouped write transactions of the SQLite driver
-// (graphserver.StorageWriteEvent): how many writes each commit served, and
-// how long the writer connection spent in them (from its transaction's
-// begin to its commit).
+// (graphserver.StorageWriteEvent): how many writes each commit served, how
+// long the writer connection spent in them (from its transaction's begin
+// to its commit), and how long their oldest writes queued for them.
 type groupStats struct {
-	commits, writes, busy atomic.Int64
+	commits, writes, busy, wait atomic.Int64
 }
 
 func (g *groupStats) Observe(ev graphserver.Event) {
@@ -196,13 +196,15 @@ func (g *groupStats) Observe(ev graphserver.Event) {
 		g.commits.Add(1)
 		g.writes.Add(int64(w.Size))
 		g.busy.Add(int64(w.Duration))
+		g.wait.Add(int64(w.Wait))
 	}
 }
 
 func (g *groupStats) report(w io.Writer) {
 	if c := g.commits.Load(); c > 0 {
-		fmt.Fprintf(w, "loadtest server: %d grouped writes in %d commits (%.1f per commit), %v in them\n",
-			g.writes.Load(), c, float64(g.writes.Load())/float64(c), time.Duration(g.busy.Load()).Round(time.Millisecond))
+		fmt.Fprintf(w, "loadtest server: %d grouped writes in %d commits (%.1f per commit), %v in them (%v each); the oldest write of each waited %v on average for its commit to begin\n",
+			g.writes.Load(), c, float64(g.writes.Load())/float64(c), time.Duration(g.busy.Load()).Round(time.Millisecond),
+			(time.Duration(g.busy.Load()) / time.Duration(c)).Round(time.Microsecond), (time.Duration(g.wait.Load()) / time.Duration(c)).Round(time.Microsecond))
 	}
 }
 
