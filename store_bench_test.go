@@ -14,7 +14,8 @@ import (
 // PUT /store/items and GET /store/items rows, in-process, as
 // BenchmarkServer does for the others: a new item indexed on its whole
 // value (the default), and a get of one of 1,000 items, serially and from
-// 8 goroutines (/parallel).
+// 8 goroutines (/parallel); GetItemWithPuts makes every tenth operation a
+// put of another item (the gets' items stay in memory).
 func BenchmarkServerStore(b *testing.B) {
 	put := func(b *testing.B, srv *graphserver.Server, ns string, i int64) {
 		err := srv.PutItem(b.Context(), graphserver.ItemPut{Namespace: []string{"loadtest", ns}, Key: fmt.Sprintf("k%d", i),
@@ -30,6 +31,20 @@ func BenchmarkServerStore(b *testing.B) {
 			put(b, srv, "get", i)
 		}
 	}, func(b *testing.B, srv *graphserver.Server, i int64) {
+		it, err := srv.GetItem(b.Context(), []string{"loadtest", "get"}, fmt.Sprintf("k%d", i%items), nil)
+		if err != nil || it == nil {
+			b.Fatal(it, err)
+		}
+	})
+	benchStore(b, "GetItemWithPuts", func(b *testing.B, srv *graphserver.Server) {
+		for i := range int64(items) {
+			put(b, srv, "get", i)
+		}
+	}, func(b *testing.B, srv *graphserver.Server, i int64) {
+		if i%10 == 0 {
+			put(b, srv, "put", i)
+			return
+		}
 		it, err := srv.GetItem(b.Context(), []string{"loadtest", "get"}, fmt.Sprintf("k%d", i%items), nil)
 		if err != nil || it == nil {
 			b.Fatal(it, err)

@@ -100,7 +100,7 @@ func cloneJSONValue(v any) any {
 // an assistant read at a generation is current while the generation stays.
 var assistantGens sync.Map // fileID -> *atomic.Int64
 
-// fileGen returns the generation gens (assistantGens, itemGens) keeps for
+// fileGen returns the generation gens (assistantGens) keeps for
 // the file at path, made at 0 on the first call.
 func fileGen(gens *sync.Map, path string) (*atomic.Int64, error) {
 	id, err := fileID(path)

@@ -96,9 +96,8 @@ type DB struct {
 
 	assistants   assistantCache // decoded assistants, see GetAssistant
 	assistantGen *atomic.Int64  // the file's, see assistantGens
-	items        itemCache      // store item rows, see GetItem
+	items        *itemCache     // store item rows, the file's, see GetItem
 	latest       *latestCache   // threads' latest root checkpoints (latest_cache.go)
-	itemGen      *atomic.Int64  // the file's, see itemGens
 	exclusive    bool           // OpenOptions.Exclusive
 	holder       *holderLock    // this DB's lease holder id and lock (holder.go)
 
@@ -132,8 +131,9 @@ type OpenOptions struct {
 	// one closes it or exits. Every change to the file is then made in
 	// this process, so GetAssistant (a run's creation) returns a cached
 	// assistant without reading the change counter, and GetItem returns a
-	// store item read before while no item has been written since (up to
-	// 4,096 items, 8 MiB of values). By default (false)
+	// store item read before while that item has not been written since
+	// (up to 4,096 items, 8 MiB of values; a TTL sweep that deleted items
+	// drops them all). By default (false)
 	// processes on one machine may share the file, as the lease holders of
 	// RecoverRuns expect.
 	Exclusive bool
@@ -237,15 +237,16 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.assistantsChanged() // the migrations may have
-	if db.itemGen, err = fileGen(&itemGens, path); err != nil {
+	if db.items, err = acquireItemCache(path); err != nil {
 		reader.Close()
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	db.itemsChanged()
+	db.items.changed() // the migrations may have
 	if db.holder, err = acquireHolder(path); err != nil {
 		reader.Close()
 		writer.Close()
+		db.items.release()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	// The checkpointer's connection: the readers' pragmas, able to write
@@ -259,6 +260,7 @@ func OpenWith(path string, opts OpenOptions) (*DB, error) {
 		reader.Close()
 		writer.Close()
 		db.holder.release()
+		db.items.release()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	ckpt.SetMaxOpenConns(1)
@@ -304,6 +306,7 @@ func (db *DB) Close() error {
 		// The writer closes last: closing the file's last connection
 		// checkpoints the whole log into it.
 		db.closeErr = errors.Join(db.wal.conn.Close(), db.reader.Close(), db.writer.Close())
+		db.items.release()
 		// Last: this DB can write no more, so its runs may be recovered.
 		db.holder.release()
 	})

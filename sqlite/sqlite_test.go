@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,6 +259,69 @@ func TestItemChangesAcrossHandles(t *testing.T) {
 			require.Nil(t, get("short", t0.Add(18*time.Minute), false), "deleted")
 		})
 	}
+}
+
+// TestItemReadsNeverStale writes items through two DBs of one file opened
+// Exclusive while readers read them through the first: a read that starts
+// after a write returned sees that write or a later one, though reads of
+// an item race the writes of it and of the others (itemCache keeps the
+// rows of items not written since they were read).
+func TestItemReadsNeverStale(t *testing.T) {
+	t.Parallel()
+	a, b := openTwoHandles(t, true)
+	ctx := t.Context()
+	ns := []string{"race"}
+	const keys, writes = 4, 150
+	var written [keys]atomic.Int64
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Go(func() {
+			for i := 1; i <= writes; i++ {
+				db := a
+				if i%2 == 0 {
+					db = b
+				}
+				if err := db.PutItem(ctx, &driver.ItemWrite{Namespace: ns, Key: strconv.Itoa(k), Value: graphserver.Object{"i": float64(i)}, Now: time.Now()}); err != nil {
+					t.Error(err)
+					return
+				}
+				written[k].Store(int64(i))
+			}
+		})
+	}
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	var reads atomic.Int64
+	for range 2 {
+		readers.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				k := n % keys
+				want := written[k].Load()
+				it, err := a.GetItem(ctx, ns, strconv.Itoa(k), time.Now(), false)
+				if want == 0 && graphserver.ErrorCode(err) == graphserver.ENOTFOUND {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := int64(it.Value["i"].(float64)); got < want {
+					t.Errorf("item %d: read %d after write %d returned", k, got, want)
+					return
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	require.Positive(t, reads.Load())
 }
 
 func ptr[T any](v T) *T { return &v }

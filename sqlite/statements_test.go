@@ -95,11 +95,11 @@ func TestStatementsPerRun(t *testing.T) {
 // TestStatementsPerGetItem counts the statements of a store item read with
 // refresh_ttl (the default of GET /store/items), on a file opened
 // Exclusive: one SELECT, outside any transaction, for an item without a
-// TTL (the load test's), which nothing refreshes, then none while
-// store_items does not change (itemCache); the SELECT then a committed
-// UPDATE of its expiry, before the read returns, for an item with one, at
-// every read. Not parallel: the statement tracer sees every DB of the
-// package.
+// TTL (the load test's), which nothing refreshes, then none while the item
+// is not written (itemCache: writes of other items leave it); the SELECT
+// then a committed UPDATE of its expiry, before the read returns, for an
+// item with one, at every read. Not parallel: the statement tracer sees
+// every DB of the package.
 func TestStatementsPerGetItem(t *testing.T) {
 	db, err := sqlite.OpenWith(filepath.Join(t.TempDir(), "gs.db"), sqlite.OpenOptions{Exclusive: true})
 	require.NoError(t, err)
@@ -142,8 +142,19 @@ func TestStatementsPerGetItem(t *testing.T) {
 		require.Positive(t, update, "TTL: its expiry is refreshed: %q", s)
 		require.Contains(t, s[update:], "COMMIT", "and committed before the read returns: %q", s)
 	}
-	require.Equal(t, []string{"SELECT id, value,"}, get("plain"), "the refresh, a write of store_items, dropped the cached item")
+	require.Empty(t, get("plain"), "the refresh wrote another item: this one stays in memory")
+	require.NoError(t, srv.PutItem(t.Context(), graphserver.ItemPut{Namespace: ns, Key: "other", Value: graphserver.Object{"n": 3.0}}))
+	require.NoError(t, srv.DeleteItem(t.Context(), []string{"loadtest", "elsewhere"}, "plain"))
+	n, err := db.DeleteExpiredItems(t.Context(), time.Now())
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, get("plain"), "a put and a delete of other items, a sweep that deleted nothing: still in memory")
+	require.NoError(t, srv.PutItem(t.Context(), graphserver.ItemPut{Namespace: ns, Key: "plain", Value: graphserver.Object{"n": 4.0}}))
+	require.Equal(t, []string{"SELECT id, value,"}, get("plain"), "its own put dropped it")
 	require.Empty(t, get("plain"))
+	_, err = db.DeleteExpiredItems(t.Context(), time.Now().Add(time.Hour)) // the TTL item expires
+	require.NoError(t, err)
+	require.Equal(t, []string{"SELECT id, value,"}, get("plain"), "a sweep that deleted items drops every item")
 }
 
 // startExclusive starts a Server with graphs on a new file opened

@@ -63,7 +63,8 @@ func expiresAfter(t time.Time, minutes float64) string {
 
 // PutItem implements driver.ItemStorage.
 func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
-	defer db.itemsChanged()
+	ns := strings.Join(w.Namespace, ".")
+	defer db.items.changed(itemKey{ns, w.Key})
 	value, err := jsoncol.Object(w.Value)
 	if err != nil {
 		return err
@@ -75,7 +76,6 @@ func (db *DB) PutItem(ctx context.Context, w *driver.ItemWrite) error {
 		ttl = sql.NullFloat64{Float64: w.TTL.Minutes(), Valid: true}
 		expires = sql.NullString{String: expiresAfter(now, ttl.Float64), Valid: true}
 	}
-	ns := strings.Join(w.Namespace, ".")
 	var texts []string
 	for _, e := range w.Index {
 		texts = append(texts, e.Text)
@@ -167,7 +167,7 @@ SET value = ?, created_at = ?, updated_at = ?, ttl_minutes = ?, expires_at = ?, 
 
 // GetItem implements driver.ItemStorage. On a file this process has to
 // itself (OpenOptions.Exclusive), an item read before is returned from
-// memory while store_items has not changed since (itemCache).
+// memory while it has not been written since (itemCache).
 func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now time.Time, refresh bool) (*graphserver.Item, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -177,10 +177,10 @@ func (db *DB) GetItem(ctx context.Context, namespace []string, key string, now t
 	var r *itemRow
 	var gen int64
 	if db.exclusive {
-		// The generation before the read: a write committed meanwhile
-		// moves it past the entry.
-		gen = db.itemGen.Load()
-		r = db.items.get(k, gen)
+		// The generation before the read: a write of the item committed
+		// meanwhile keeps the row read from being kept.
+		gen = db.items.generation()
+		r = db.items.get(k)
 	}
 	if r == nil {
 		// The row has the namespace and key asked for (compared as
@@ -226,7 +226,13 @@ func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) e
 	if !slices.ContainsFunc(rows, func(r itemRow) bool { return r.TTLMinutes.Valid }) {
 		return nil
 	}
-	defer db.itemsChanged()
+	keys := make([]itemKey, 0, len(rows))
+	for _, r := range rows {
+		if r.TTLMinutes.Valid {
+			keys = append(keys, itemKey{r.Namespace, r.Key})
+		}
+	}
+	defer db.items.changed(keys...)
 	nowS := formatTime(now)
 	return db.write(ctx, func(tx *connTx) error {
 		for _, r := range rows {
@@ -244,9 +250,10 @@ WHERE id = ? AND ttl_minutes IS NOT NULL AND expires_at > ?`, expiresAfter(now, 
 
 // DeleteItem implements driver.ItemStorage.
 func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) error {
-	defer db.itemsChanged()
+	ns := strings.Join(namespace, ".")
+	defer db.items.changed(itemKey{ns, key})
 	return db.write(ctx, func(tx *connTx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, strings.Join(namespace, "."), key)
+		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE namespace = ? AND key = ?`, ns, key)
 		if err != nil {
 			return fmt.Errorf("delete store item: %w", err)
 		}
@@ -256,7 +263,6 @@ func (db *DB) DeleteItem(ctx context.Context, namespace []string, key string) er
 
 // DeleteExpiredItems implements driver.ItemStorage.
 func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error) {
-	defer db.itemsChanged()
 	var n int64
 	err := db.write(ctx, func(tx *connTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?`, formatTime(now))
@@ -266,6 +272,11 @@ func (db *DB) DeleteExpiredItems(ctx context.Context, now time.Time) (int, error
 		n, err = res.RowsAffected()
 		return err
 	})
+	if n > 0 || err != nil {
+		// Which items went is not known: drop them all. A sweep that
+		// deleted nothing (most of them) changed nothing.
+		db.items.changed()
+	}
 	return int(n), err
 }
 

@@ -40,7 +40,7 @@ var truncateStatements = []struct {
 // opts.KeepAssistants.
 func (db *DB) Truncate(ctx context.Context, opts driver.TruncateOptions) error {
 	defer db.assistantsChanged()
-	defer db.itemsChanged()
+	defer db.items.changed() // every item
 	var keep where
 	if err := keep.filter("metadata", opts.KeepAssistants); err != nil {
 		return err
