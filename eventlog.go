@@ -471,6 +471,21 @@ func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 		if checkNow {
 			checkNow = false
 			out, ended, err := s.runOutput(ctx, st.Run.ThreadID, st.Run.RunID)
+			if err == nil && ended {
+				// Another attempt may have started here, ended and, for a
+				// stateless run, been deleted with its thread while storage
+				// was read: its log (registered since) holds the output
+				// that storage no longer has. As in Events.
+				select {
+				case <-wake:
+					checkNow = true
+					continue
+				case <-changed:
+					checkNow = true
+					continue
+				default:
+				}
+			}
 			if err != nil || ended {
 				return out, err
 			}

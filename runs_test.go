@@ -456,6 +456,102 @@ func TestLeasePerClaim(t *testing.T) {
 	require.Equal(t, graphserver.RunSuccess, run.Status)
 }
 
+// lostThenRerun is storage in which the first claim of a run loses its
+// lease at its first renewal, and in which the wait for that run reads it
+// from storage only once the run's next attempt has ended (and, the run
+// being stateless, been deleted with its thread): the next claim waits
+// for that read to start, the read for proceed.
+type lostThenRerun struct {
+	*sqlite.DB
+	mu        sync.Mutex
+	lostOwner string
+	parked    chan struct{} // closed when the wait's read of the run starts
+	proceed   chan struct{} // closed by the test: the read goes on
+}
+
+func (s *lostThenRerun) RenewRunLease(ctx context.Context, runID, owner string, until time.Time) (string, error) {
+	s.mu.Lock()
+	if s.lostOwner == "" {
+		s.lostOwner = owner
+	}
+	lost := owner == s.lostOwner
+	s.mu.Unlock()
+	if lost {
+		return "", graphserver.Errorf(graphserver.ENOTFOUND, "Run %s not found.", runID)
+	}
+	return s.DB.RenewRunLease(ctx, runID, owner, until)
+}
+
+func (s *lostThenRerun) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*driver.QueuedRun, error) {
+	select {
+	case <-s.parked:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.DB.ClaimRun(ctx, owner, now, leaseUntil)
+}
+
+func (s *lostThenRerun) GetRun(ctx context.Context, threadID, runID string, filter graphserver.Filter) (*graphserver.Run, error) {
+	if threadID != "" { // the wait's read (the lost execution's reads name no thread)
+		select {
+		case <-s.parked:
+		default:
+			close(s.parked)
+			<-s.proceed
+		}
+	}
+	return s.DB.GetRun(ctx, threadID, runID, filter)
+}
+
+// TestWaitFollowsTheNextAttempt: a stateless run's first execution loses
+// its lease; the wait then reads the run from storage, and the next
+// attempt runs, ends and deletes the run with its thread while that read
+// is on its way. The wait answers the next attempt's output, which its log
+// holds, not the {} of a run it can no longer find.
+func TestWaitFollowsTheNextAttempt(t *testing.T) {
+	t.Parallel()
+	var st *lostThenRerun
+	b := setupRuns(t, func(o *graphserver.Options) {
+		st = &lostThenRerun{DB: o.Storage.(*sqlite.DB), parked: make(chan struct{}), proceed: make(chan struct{})}
+		o.Storage = st
+		o.LeaseDuration = 300 * time.Millisecond
+	})
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"a":1}`)})
+		done <- result{out, err}
+	}()
+	runID := waitStarted(t, b.block)
+	select {
+	case <-b.block.Stopped: // the first execution lost its lease
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first execution kept running")
+	}
+	select {
+	case <-st.parked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait did not read the run from storage")
+	}
+	require.Equal(t, runID, waitStarted(t, b.block), "claimed again once its lease lapsed")
+	b.block.Release()
+	require.Eventually(t, func() bool {
+		_, err := st.DB.GetRun(b.ctx, "", runID, nil)
+		return graphserver.ErrorCode(err) == graphserver.ENOTFOUND
+	}, 10*time.Second, 5*time.Millisecond, "the second attempt ends and deletes the stateless run")
+	close(st.proceed)
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		require.JSONEq(t, `{"done":true}`, string(r.out))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait did not return")
+	}
+}
+
 // TestSweepCancelledRecomputes: a run cancelled while its worker was gone is
 // ended by the sweep, and the thread's status comes from its checkpoint.
 func TestSweepCancelledRecomputes(t *testing.T) {
