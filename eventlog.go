@@ -376,14 +376,9 @@ func (st *RunStream) Events(ctx context.Context) iter.Seq2[StreamEvent, error] {
 					// The run may have started here, logged its events and
 					// ended while storage was read: the log (or a log added
 					// since) then holds them, and the error event if any.
-					select {
-					case <-wake:
+					if logMoved(wake, changed) {
 						checkNow = true
 						continue
-					case <-changed:
-						checkNow = true
-						continue
-					default:
 					}
 					if errData != nil {
 						yield(StreamEvent{Event: "error", Data: errData}, nil)
@@ -471,20 +466,13 @@ func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 		if checkNow {
 			checkNow = false
 			out, ended, err := s.runOutput(ctx, st.Run.ThreadID, st.Run.RunID)
-			if err == nil && ended {
+			if err == nil && ended && logMoved(wake, changed) {
 				// Another attempt may have started here, ended and, for a
 				// stateless run, been deleted with its thread while storage
 				// was read: its log (registered since) holds the output
 				// that storage no longer has. As in Events.
-				select {
-				case <-wake:
-					checkNow = true
-					continue
-				case <-changed:
-					checkNow = true
-					continue
-				default:
-				}
+				checkNow = true
+				continue
 			}
 			if err != nil || ended {
 				return out, err
@@ -502,6 +490,20 @@ func (st *RunStream) Wait(ctx context.Context) (json.RawMessage, error) {
 		case <-s.lifetime.Done():
 			return nil, ErrServerClosed
 		}
+	}
+}
+
+// logMoved reports, without waiting, whether the followed log changed
+// (wake) or another log of the run was registered (changed) since they
+// were taken: what storage said meanwhile may be older than the logs.
+func logMoved(wake, changed <-chan struct{}) bool {
+	select {
+	case <-wake:
+		return true
+	case <-changed:
+		return true
+	default:
+		return false
 	}
 }
 
