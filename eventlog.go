@@ -38,6 +38,7 @@ type eventLog struct {
 	done     bool
 	attached bool          // an execution in this process appends to it
 	released bool          // ended without an outcome: its execution gave the run up
+	ending   bool          // its execution is recording the run's end, and ends the log after
 	wake     chan struct{} // closed and replaced on every change
 	output   json.RawMessage
 	status   string    // final run status once done ("" for a rollback)
@@ -117,6 +118,24 @@ func (l *eventLog) release(expires time.Time) {
 	if l.hub != nil && l.attached {
 		l.hub.releaseRun(l.threadID, l.runID)
 	}
+}
+
+// markEnding records that the log's execution is recording the run's end:
+// the execution ends the log after, whatever the outcome (see endedHere).
+func (l *eventLog) markEnding() {
+	l.mu.Lock()
+	l.ending = true
+	l.mu.Unlock()
+}
+
+// endedHere reports whether the log's execution is recording the run's
+// end, and so ends the log itself: the run's thread may already be gone
+// (a stateless run deletes its temporary thread as it ends) while the log
+// waits for its outcome.
+func (l *eventLog) endedHere() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ending
 }
 
 // attach marks the log as appended to by an execution. It reports false

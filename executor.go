@@ -513,6 +513,9 @@ func (q *runQueue) finish(ctx context.Context, run *Run, out *runOutcome, starte
 	s := q.s
 	bg := context.WithoutCancel(ctx)
 	now := s.clock()
+	// From here every path ends the log (finish or release): deleting the
+	// run's thread meanwhile leaves it to this one (deleteThreads).
+	log.markEnding()
 	if q.events != nil {
 		// The events go to storage before the end: a stream elsewhere that
 		// sees the run ended has them all.

@@ -675,7 +675,8 @@ func (s *Server) applyCancelled(cancelled []driver.CancelledRun) {
 // that their streams, waits and joins return. Runs executing in another
 // process stop at their next lease renewal, which no longer finds them.
 // ids lists the threads del deletes; nil means they are not known, and
-// every live log's thread is looked up after the deletion instead.
+// every live log's thread is looked up after the deletion instead. A log
+// whose execution is recording its run's end is left to that execution.
 func (s *Server) deleteThreads(ctx context.Context, ids []string, del func() error) error {
 	gone := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -691,6 +692,13 @@ func (s *Server) deleteThreads(ctx context.Context, ids []string, del func() err
 	}
 	now := s.clock()
 	for _, l := range s.rq.logs.live() {
+		if l.endedHere() {
+			// Its execution is recording the end (which may have deleted
+			// a stateless run's temporary thread): it ends the log with
+			// the run's outcome, or as interrupted if the deletion came
+			// first.
+			continue
+		}
 		if ids == nil {
 			_, err := s.storage.GetThread(ctx, l.threadID, nil)
 			if ErrorCode(err) != ENOTFOUND {

@@ -552,6 +552,51 @@ func TestWaitFollowsTheNextAttempt(t *testing.T) {
 	}
 }
 
+// deleteOnEnd deletes an assistant with its threads (DeleteAssistant with
+// deleteThreads) when the first run ends, before the run's waiters are
+// released: observers hear of a run's end between the commit that ended it
+// and its log's end.
+type deleteOnEnd struct {
+	srv         *graphserver.Server
+	assistantID string
+	once        sync.Once
+	err         chan error
+}
+
+func (d *deleteOnEnd) Observe(ev graphserver.Event) {
+	if re, ok := ev.(graphserver.RunEvent); !ok || re.Status != graphserver.RunSuccess {
+		return
+	}
+	d.once.Do(func() {
+		done := make(chan error, 1)
+		go func() { done <- d.srv.DeleteAssistant(context.Background(), d.assistantID, true) }()
+		select {
+		case err := <-done:
+			d.err <- err
+		case <-time.After(10 * time.Second):
+			d.err <- errors.New("DeleteAssistant did not return")
+		}
+	})
+}
+
+// TestDeleteAssistantSparesEndingRuns: deleting an assistant with its
+// threads ends the logs of the runs whose threads went with it. A
+// stateless run of another assistant, whose end had just deleted its
+// temporary thread, is not one of them: its wait answers its output, not
+// the {} of a run cut short.
+func TestDeleteAssistantSparesEndingRuns(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t, nil)
+	other, err := b.srv.CreateAssistant(b.ctx, graphserver.AssistantCreate{GraphID: "echo"})
+	require.NoError(t, err)
+	obs := &deleteOnEnd{srv: b.srv, assistantID: other.AssistantID, err: make(chan error, 1)}
+	b.srv.AddObserver(obs)
+	out, err := b.srv.WaitRun(b.ctx, "", graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"ok":1}`)})
+	require.NoError(t, err)
+	require.NoError(t, <-obs.err, "the assistant was deleted while the run ended")
+	require.JSONEq(t, `{"ok":1}`, string(out))
+}
+
 // TestSweepCancelledRecomputes: a run cancelled while its worker was gone is
 // ended by the sweep, and the thread's status comes from its checkpoint.
 func TestSweepCancelledRecomputes(t *testing.T) {
