@@ -61,6 +61,12 @@ func (l *eventLog) append(event string, data json.RawMessage) {
 	if l.done {
 		return
 	}
+	l.appendLocked(event, data)
+}
+
+// appendLocked appends an event to the log, which is not done; l.mu is
+// held.
+func (l *eventLog) appendLocked(event string, data json.RawMessage) {
 	l.events = append(l.events, StreamEvent{ID: strconv.Itoa(l.base + len(l.events)), Event: event, Data: data})
 	l.size += eventSize(event, data)
 	// Over the bound, the oldest events go (the newest always stays):
@@ -97,6 +103,25 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 	if l.done {
 		return
 	}
+	l.finishLocked(status, output, expires)
+}
+
+// fail ends the log of a run that failed outside its execution (the sweep
+// ended it): its error event last, and the output a wait answers for it,
+// in one step, so that no event of an execution still going comes after
+// the error.
+func (l *eventLog) fail(status string, errData json.RawMessage, expires time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return
+	}
+	l.appendLocked("error", errData)
+	l.finishLocked(status, marshalOutput(map[string]json.RawMessage{"__error__": errData}), expires)
+}
+
+// finishLocked ends the log, which is not done; l.mu is held.
+func (l *eventLog) finishLocked(status string, output json.RawMessage, expires time.Time) {
 	l.done, l.status, l.output, l.expires = true, status, output, expires
 	l.changed()
 	if l.hub != nil {

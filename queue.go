@@ -362,8 +362,15 @@ func (q *runQueue) applySwept(ctx context.Context, swept []driver.SweptRun, now 
 				s.logger.Error("refresh thread after sweep", "thread_id", r.ThreadID, "err", err)
 			}
 		}
-		if r.Status != RunPending {
-			if l := q.logs.get(r.RunID); l != nil {
+		if l := q.logs.get(r.RunID); l != nil {
+			switch r.Status {
+			case RunPending:
+			case RunError:
+				// Out of attempts: its followers get the error, as from a
+				// run that failed as it ran, though a stateless run's
+				// thread, which records it, went with the run.
+				l.fail(r.Status, maxAttemptsError, now.Add(q.logTTL(l)))
+			default:
 				l.finish(r.Status, nil, now.Add(q.logTTL(l)))
 			}
 		}

@@ -597,6 +597,33 @@ func TestDeleteAssistantSparesEndingRuns(t *testing.T) {
 	require.JSONEq(t, `{"ok":1}`, string(out))
 }
 
+// TestStatelessRunOutOfAttempts: a stateless run whose execution here
+// stopped renewing its lease runs out of attempts in the sweep, which
+// deletes its temporary thread with it. Its stream ends with the error
+// event and its wait answers the error, as for a run that failed as it ran,
+// though storage no longer has the thread that records the error.
+func TestStatelessRunOutOfAttempts(t *testing.T) {
+	t.Parallel()
+	b := setupRuns(t, func(o *graphserver.Options) {
+		o.Storage = &flakyRenew{DB: o.Storage.(*sqlite.DB), fail: true}
+		o.LeaseDuration = 200 * time.Millisecond
+		o.MaxAttempts = 1
+	})
+	st, err := b.srv.StreamRun(b.ctx, "", graphserver.RunCreate{AssistantID: "block", Input: json.RawMessage(`{"a":1}`)})
+	require.NoError(t, err)
+	waitStarted(t, b.block)
+	var last graphserver.StreamEvent
+	for ev, err := range st.Events(b.ctx) {
+		require.NoError(t, err)
+		last = ev
+	}
+	require.Equal(t, "error", last.Event)
+	require.JSONEq(t, `{"error":"MaxAttemptsExceeded","message":"`+graphserver.RunMaxAttemptsMessage+`"}`, string(last.Data))
+	out, err := st.Wait(b.ctx)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"__error__":{"error":"MaxAttemptsExceeded","message":"`+graphserver.RunMaxAttemptsMessage+`"}}`, string(out))
+}
+
 // TestSweepCancelledRecomputes: a run cancelled while its worker was gone is
 // ended by the sweep, and the thread's status comes from its checkpoint.
 func TestSweepCancelledRecomputes(t *testing.T) {
