@@ -107,17 +107,17 @@ func (l *eventLog) finish(status string, output json.RawMessage, expires time.Ti
 }
 
 // fail ends the log of a run that failed outside its execution (the sweep
-// ended it): its error event last, and the output a wait answers for it,
-// in one step, so that no event of an execution still going comes after
-// the error.
-func (l *eventLog) fail(status string, errData json.RawMessage, expires time.Time) {
+// ended it, status error): its error event last, and the output a wait
+// answers for it, in one step, so that no event of an execution still
+// going comes after the error.
+func (l *eventLog) fail(errData json.RawMessage, expires time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
 		return
 	}
 	l.appendLocked("error", errData)
-	l.finishLocked(status, marshalOutput(map[string]json.RawMessage{"__error__": errData}), expires)
+	l.finishLocked(RunError, marshalOutput(map[string]json.RawMessage{"__error__": errData}), expires)
 }
 
 // finishLocked ends the log, which is not done; l.mu is held.
@@ -146,18 +146,18 @@ func (l *eventLog) release(expires time.Time) {
 }
 
 // markEnding records that the log's execution is recording the run's end:
-// the execution ends the log after, whatever the outcome (see endedHere).
+// the execution ends the log after, whatever the outcome (see endsHere).
 func (l *eventLog) markEnding() {
 	l.mu.Lock()
 	l.ending = true
 	l.mu.Unlock()
 }
 
-// endedHere reports whether the log's execution is recording the run's
+// endsHere reports whether the log's execution is recording the run's
 // end, and so ends the log itself: the run's thread may already be gone
 // (a stateless run deletes its temporary thread as it ends) while the log
 // waits for its outcome.
-func (l *eventLog) endedHere() bool {
+func (l *eventLog) endsHere() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ending

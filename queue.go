@@ -369,7 +369,7 @@ func (q *runQueue) applySwept(ctx context.Context, swept []driver.SweptRun, now 
 				// Out of attempts: its followers get the error, as from a
 				// run that failed as it ran, though a stateless run's
 				// thread, which records it, went with the run.
-				l.fail(r.Status, maxAttemptsError, now.Add(q.logTTL(l)))
+				l.fail(maxAttemptsError, now.Add(q.logTTL(l)))
 			default:
 				l.finish(r.Status, nil, now.Add(q.logTTL(l)))
 			}

@@ -692,7 +692,7 @@ func (s *Server) deleteThreads(ctx context.Context, ids []string, del func() err
 	}
 	now := s.clock()
 	for _, l := range s.rq.logs.live() {
-		if l.endedHere() {
+		if l.endsHere() {
 			// Its execution is recording the end (which may have deleted
 			// a stateless run's temporary thread): it ends the log with
 			// the run's outcome, or as interrupted if the deletion came

@@ -1,6 +1,7 @@
 package graphserver_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -383,12 +384,14 @@ func TestRunSummaries(t *testing.T) {
 }
 
 // flakyRenew fails the lease renewals of the first claim it sees while fail
-// is set, as a storage hiccup would.
+// is set, as a storage hiccup would, or with err when set (ENOTFOUND: the
+// lease is lost).
 type flakyRenew struct {
 	*sqlite.DB
 	mu        sync.Mutex
 	fail      bool
 	failOwner string
+	err       error
 }
 
 func (f *flakyRenew) RenewRunLease(ctx context.Context, runID, owner string, until time.Time) (string, error) {
@@ -399,7 +402,7 @@ func (f *flakyRenew) RenewRunLease(ctx context.Context, runID, owner string, unt
 	failing := f.fail && owner == f.failOwner
 	f.mu.Unlock()
 	if failing {
-		return "", errors.New("database is locked")
+		return "", cmp.Or(f.err, errors.New("database is locked"))
 	}
 	return f.DB.RenewRunLease(ctx, runID, owner, until)
 }
@@ -462,24 +465,9 @@ func TestLeasePerClaim(t *testing.T) {
 // being stateless, been deleted with its thread): the next claim waits
 // for that read to start, the read for proceed.
 type lostThenRerun struct {
-	*sqlite.DB
-	mu        sync.Mutex
-	lostOwner string
-	parked    chan struct{} // closed when the wait's read of the run starts
-	proceed   chan struct{} // closed by the test: the read goes on
-}
-
-func (s *lostThenRerun) RenewRunLease(ctx context.Context, runID, owner string, until time.Time) (string, error) {
-	s.mu.Lock()
-	if s.lostOwner == "" {
-		s.lostOwner = owner
-	}
-	lost := owner == s.lostOwner
-	s.mu.Unlock()
-	if lost {
-		return "", graphserver.Errorf(graphserver.ENOTFOUND, "Run %s not found.", runID)
-	}
-	return s.DB.RenewRunLease(ctx, runID, owner, until)
+	*flakyRenew               // fail, with ENOTFOUND
+	parked      chan struct{} // closed when the wait's read of the run starts
+	proceed     chan struct{} // closed by the test: the read goes on
 }
 
 func (s *lostThenRerun) ClaimRun(ctx context.Context, owner string, now, leaseUntil time.Time) (*driver.QueuedRun, error) {
@@ -512,7 +500,8 @@ func TestWaitFollowsTheNextAttempt(t *testing.T) {
 	t.Parallel()
 	var st *lostThenRerun
 	b := setupRuns(t, func(o *graphserver.Options) {
-		st = &lostThenRerun{DB: o.Storage.(*sqlite.DB), parked: make(chan struct{}), proceed: make(chan struct{})}
+		lost := &flakyRenew{DB: o.Storage.(*sqlite.DB), fail: true, err: graphserver.Errorf(graphserver.ENOTFOUND, "Run not found.")}
+		st = &lostThenRerun{flakyRenew: lost, parked: make(chan struct{}), proceed: make(chan struct{})}
 		o.Storage = st
 		o.LeaseDuration = 300 * time.Millisecond
 	})

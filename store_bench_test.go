@@ -25,29 +25,24 @@ func BenchmarkServerStore(b *testing.B) {
 		}
 	}
 	const items = 1000
-	benchStore(b, "PutItem", nil, func(b *testing.B, srv *graphserver.Server, i int64) { put(b, srv, "put", i) })
-	benchStore(b, "GetItem", func(b *testing.B, srv *graphserver.Server) {
+	seed := func(b *testing.B, srv *graphserver.Server) {
 		for i := range int64(items) {
 			put(b, srv, "get", i)
 		}
-	}, func(b *testing.B, srv *graphserver.Server, i int64) {
+	}
+	get := func(b *testing.B, srv *graphserver.Server, i int64) {
 		it, err := srv.GetItem(b.Context(), []string{"loadtest", "get"}, fmt.Sprintf("k%d", i%items), nil)
 		if err != nil || it == nil {
 			b.Fatal(it, err)
 		}
-	})
-	benchStore(b, "GetItemWithPuts", func(b *testing.B, srv *graphserver.Server) {
-		for i := range int64(items) {
-			put(b, srv, "get", i)
-		}
-	}, func(b *testing.B, srv *graphserver.Server, i int64) {
+	}
+	benchStore(b, "PutItem", nil, func(b *testing.B, srv *graphserver.Server, i int64) { put(b, srv, "put", i) })
+	benchStore(b, "GetItem", seed, get)
+	benchStore(b, "GetItemWithPuts", seed, func(b *testing.B, srv *graphserver.Server, i int64) {
 		if i%10 == 0 {
 			put(b, srv, "put", i)
-			return
-		}
-		it, err := srv.GetItem(b.Context(), []string{"loadtest", "get"}, fmt.Sprintf("k%d", i%items), nil)
-		if err != nil || it == nil {
-			b.Fatal(it, err)
+		} else {
+			get(b, srv, i)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -223,14 +222,14 @@ FROM store_items WHERE namespace = ? AND key = ?`, k.namespace, key).
 // refreshItems moves the expiry of the rows that have a TTL (and have not
 // expired meanwhile) to now + TTL.
 func (db *DB) refreshItems(ctx context.Context, rows []itemRow, now time.Time) error {
-	if !slices.ContainsFunc(rows, func(r itemRow) bool { return r.TTLMinutes.Valid }) {
-		return nil
-	}
-	keys := make([]itemKey, 0, len(rows))
+	var keys []itemKey
 	for _, r := range rows {
 		if r.TTLMinutes.Valid {
 			keys = append(keys, itemKey{r.Namespace, r.Key})
 		}
+	}
+	if len(keys) == 0 {
+		return nil
 	}
 	defer db.items.changed(keys...)
 	nowS := formatTime(now)
