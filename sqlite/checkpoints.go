@@ -587,15 +587,60 @@ func (p *placer) put(b driver.ChannelBlob) error {
 		link = sql.NullInt64{Int64: base.chain, Valid: true}
 		linkSeq = sql.NullInt64{Int64: base.seq, Valid: true}
 	}
-	if err := p.tx.GetContext(p.ctx, &l.chain, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
-		VALUES (?1, ?2, ?3, coalesce((SELECT chain FROM checkpoint_blobs WHERE tid = ?1 AND checkpoint_ns = ?2 AND channel = ?3
-			ORDER BY chain DESC LIMIT 1) + 1, 0), 0, ?4, ?5, ?6) RETURNING chain`,
-		p.tid, p.ns, b.Channel, link, linkSeq, string(data)); err != nil {
-		return fmt.Errorf("put checkpoint blob: %w", err)
+	if err := p.newChain(b.Channel, link, linkSeq, string(data), &l.chain); err != nil {
+		return err
 	}
 	p.placed[[2]string{b.Channel, b.Version}] = l
 	p.wrote(b.Channel, b.Version, writtenBlob{loc: l, data: data, linked: link.Valid})
 	return nil
+}
+
+// newChain stores data as row 0 of a new chain of channel ch (linked to
+// link, linkSeq when valid) and sets *chain to its number. A chain's
+// number only has to be free in its channel: the number after the highest
+// this put knows of the channel (in the parent, the checkpoint replaced,
+// or written by this put; 0 when none) is free in a thread's linear
+// history, where each new chain is the channel's newest, and is tried
+// first in a plain insert; when it is taken (a fork's chains, chains of
+// checkpoints this put does not see), the number after the channel's
+// highest is read and written in one statement.
+func (p *placer) newChain(ch string, link, linkSeq sql.NullInt64, data string, chain *int64) error {
+	next := p.nextChain(ch)
+	res, err := p.tx.ExecContext(p.ctx, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
+		VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT DO NOTHING`, p.tid, p.ns, ch, next, link, linkSeq, data)
+	if err != nil {
+		return fmt.Errorf("put checkpoint blob: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("put checkpoint blob: %w", err)
+	} else if n == 1 {
+		*chain = next
+		return nil
+	}
+	if err := p.tx.GetContext(p.ctx, chain, `INSERT INTO checkpoint_blobs (tid, checkpoint_ns, channel, chain, seq, link_chain, link_seq, data)
+		VALUES (?1, ?2, ?3, coalesce((SELECT chain FROM checkpoint_blobs WHERE tid = ?1 AND checkpoint_ns = ?2 AND channel = ?3
+			ORDER BY chain DESC LIMIT 1) + 1, 0), 0, ?4, ?5, ?6) RETURNING chain`,
+		p.tid, p.ns, ch, link, linkSeq, data); err != nil {
+		return fmt.Errorf("put checkpoint blob: %w", err)
+	}
+	return nil
+}
+
+// nextChain returns the number after the highest chain of channel ch
+// that p knows of (placed, or in p.known): 0 when it knows none.
+func (p *placer) nextChain(ch string) int64 {
+	var next int64
+	for k, l := range p.placed {
+		if k[0] == ch {
+			next = max(next, l.chain+1)
+		}
+	}
+	for _, m := range p.known {
+		if l, ok := m[ch]; ok && l.stored {
+			next = max(next, l.chain+1)
+		}
+	}
+	return next
 }
 
 // PutWrites implements driver.Checkpointer: the task's earlier writes

@@ -36,6 +36,7 @@ func TestStatementsPerRun(t *testing.T) {
 	var mu sync.Mutex
 	by := map[string]int{}
 	var seq []string
+	chainReads := 0 // blob inserts that read the channel's highest chain
 	stop := sqlite.TraceStatements(func(q string) {
 		f := strings.Fields(q)
 		key := strings.Join(f[:min(len(f), 6)], " ")
@@ -43,14 +44,17 @@ func TestStatementsPerRun(t *testing.T) {
 		defer mu.Unlock()
 		by[key]++
 		seq = append(seq, key)
+		if strings.Contains(q, "RETURNING chain") {
+			chainReads++
+		}
 	})
 	defer stop()
-	reset := func() (map[string]int, []string) {
+	reset := func() (map[string]int, []string, int) {
 		mu.Lock()
 		defer mu.Unlock()
-		b, s := by, seq
-		by, seq = map[string]int{}, nil
-		return b, s
+		b, s, r := by, seq, chainReads
+		by, seq, chainReads = map[string]int{}, nil, 0
+		return b, s, r
 	}
 
 	rc := graphserver.RunCreate{AssistantID: "echo", Input: json.RawMessage(`{"x":"hi"}`)}
@@ -70,7 +74,7 @@ func TestStatementsPerRun(t *testing.T) {
 			require.JSONEq(t, `{"x":"hi"}`, string(out))
 			time.Sleep(20 * time.Millisecond) // the run's last writes, before the next run's
 		}
-		b, s := reset()
+		b, s, reads := reset()
 		n := len(s)
 		t.Logf("%s, one run:\n%s", c.name, strings.Join(s[len(s)-n/runs:], "\n"))
 		keys := slices.SortedFunc(maps.Keys(b), func(x, y string) int { return cmp.Or(cmp.Compare(b[y], b[x]), strings.Compare(x, y)) })
@@ -82,6 +86,7 @@ func TestStatementsPerRun(t *testing.T) {
 		t.Logf("%s: %.1f statements and %.1f commits per run\n%s", c.name, float64(n)/runs, commits, strings.Join(lines, "\n"))
 		require.LessOrEqual(t, n/runs, c.statements, c.name)
 		require.LessOrEqual(t, commits, float64(c.commit), c.name)
+		require.Zero(t, reads, "a run's new chains are numbered from its parent's (placer.newChain)")
 		if c.threadID != "" {
 			// The run's last checkpoint is saved in the transaction that
 			// ends it (driver.RunFinish.Checkpoints), after its lease check.
