@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,4 +76,51 @@ func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 		details = append(details, p.Detail)
 	}
 	return strings.Join(details, "; ")
+}
+
+// TestActiveRunQueriesSeekTheirIndex checks that the statements of every
+// thread run that look for the thread's active runs (its creation's
+// threadHead, its end's EndHeldRun, ActiveRuns) seek runs_active_thread
+// by thread, without the ephemeral table SQLite fills, at each execution,
+// with the values of an IN list it seeks an index by (migration 0012).
+func TestActiveRunQueriesSeekTheirIndex(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	for name, q := range map[string]struct {
+		sql       string
+		args      []any
+		ephemeral int // RETURNING collects its rows in one
+	}{
+		"thread head": {threadHeadQuery + " WHERE t.thread_id = ?", []any{"t"}, 0},
+		"active runs": {activeRunsQuery, []any{"t"}, 0},
+		"end":         {endHeldRunQuery, []any{"success", "2026-01-01", "r", "o"}, 1},
+	} {
+		all := queryPlan(t, db, q.sql, q.args...)
+		require.Regexp(t, `INDEX runs_active_thread \(thread_id=\?\)`, all, name)
+		require.Equal(t, q.ephemeral, strings.Count(strings.Join(opcodes(t, db, q.sql, q.args...), " "), "OpenEphemeral"), name)
+	}
+}
+
+// opcodes returns the opcodes of q's bytecode (EXPLAIN).
+func opcodes(t *testing.T, db *DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.reader.Query(`EXPLAIN `+q, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var ops []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		ops = append(ops, fmt.Sprint(vals[1])) // addr, opcode, p1, ...
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, ops)
+	return ops
 }

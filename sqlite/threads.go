@@ -99,6 +99,11 @@ func getThread(ctx context.Context, q sqlx.QueryerContext, id string, filter gra
 	return r.thread()
 }
 
+// threadHeadQuery selects a thread's metadata and config joined to its
+// active runs; threadHead adds the WHERE.
+var threadHeadQuery = `SELECT t.metadata, t.config, ` + runRefColumns + ` FROM threads AS t
+	LEFT JOIN runs AS r ON r.thread_id = t.thread_id AND ` + activeStatus("r")
+
 // threadHead returns the metadata, config and active runs of thread id
 // when filter lets it be seen, ENOTFOUND otherwise: one statement, the
 // thread's row joined to the runs ActiveRuns lists.
@@ -117,8 +122,7 @@ func threadHead(ctx context.Context, q sqlx.QueryerContext, id string, filter gr
 		Attempt  sql.NullInt64  `db:"attempt"`
 		Cancel   sql.NullString `db:"cancel_action"`
 	}
-	err := sqlx.SelectContext(ctx, q, &rows, `SELECT t.metadata, t.config, `+runRefColumns+` FROM threads AS t
-		LEFT JOIN runs AS r ON r.thread_id = t.thread_id AND r.status IN ('pending', 'running')`+w.String(), w.args...)
+	err := sqlx.SelectContext(ctx, q, &rows, threadHeadQuery+w.String(), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("get thread %s: %w", id, err)
 	}
