@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +15,7 @@ import (
 // replaced runs_lease_holder with it) rather than by scanning the runs
 // table, which holds every run ever kept.
 func TestLeaseQueriesReadTheLeaseIndex(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db := openPlanDB(t)
 	for name, q := range map[string]struct {
 		sql  string
 		args []any
@@ -41,9 +38,7 @@ func TestLeaseQueriesReadTheLeaseIndex(t *testing.T) {
 // still reads its rows in order from the index of its sort, or finds them
 // by status, instead of scanning and sorting the table.
 func TestThreadSearchReadsItsIndexes(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db := openPlanDB(t)
 	for _, c := range []struct {
 		search graphserver.ThreadSearch
 		index  string
@@ -84,9 +79,7 @@ func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 // by thread, without the ephemeral table SQLite fills, at each execution,
 // with the values of an IN list it seeks an index by (migration 0012).
 func TestActiveRunQueriesSeekTheirIndex(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db := openPlanDB(t)
 	for name, q := range map[string]struct {
 		sql       string
 		args      []any
@@ -98,29 +91,31 @@ func TestActiveRunQueriesSeekTheirIndex(t *testing.T) {
 	} {
 		all := queryPlan(t, db, q.sql, q.args...)
 		require.Regexp(t, `INDEX runs_active_thread \(thread_id=\?\)`, all, name)
-		require.Equal(t, q.ephemeral, strings.Count(strings.Join(opcodes(t, db, q.sql, q.args...), " "), "OpenEphemeral"), name)
+		require.Equal(t, q.ephemeral, strings.Count(opcodes(t, db, q.sql, q.args...), "OpenEphemeral"), name)
 	}
 }
 
-// opcodes returns the opcodes of q's bytecode (EXPLAIN).
-func opcodes(t *testing.T, db *DB, q string, args ...any) []string {
+// openPlanDB opens a new file whose statements' plans a test reads.
+func openPlanDB(t *testing.T) *DB {
 	t.Helper()
-	rows, err := db.reader.Query(`EXPLAIN `+q, args...)
+	db, err := Open(filepath.Join(t.TempDir(), "gs.db"))
 	require.NoError(t, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	require.NoError(t, err)
-	var ops []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		require.NoError(t, rows.Scan(ptrs...))
-		ops = append(ops, fmt.Sprint(vals[1])) // addr, opcode, p1, ...
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db
+}
+
+// opcodes returns the opcodes of q's bytecode (EXPLAIN), joined by " ".
+func opcodes(t *testing.T, db *DB, q string, args ...any) string {
+	t.Helper()
+	var prog []struct {
+		Addr, P1, P2, P3, P4, P5, Comment any
+		Opcode                            string
 	}
-	require.NoError(t, rows.Err())
-	require.NotEmpty(t, ops)
-	return ops
+	require.NoError(t, db.reader.Select(&prog, `EXPLAIN `+q, args...))
+	require.NotEmpty(t, prog)
+	ops := make([]string, len(prog))
+	for i, p := range prog {
+		ops[i] = p.Opcode
+	}
+	return strings.Join(ops, " ")
 }
