@@ -32,9 +32,10 @@ const (
 // that each measurement lasts about as long as a row's.
 func limitRequests(o *options) int { return 10 * o.n }
 
-// adjacentRequests is how many requests the measurement of net/http alone
-// that follows each of graphserver's measurements makes (about half a
-// row's time, at about ten times a row's rate: shorter, it varies more).
+// adjacentRequests is how many requests each measurement of net/http
+// alone before and after each of graphserver's measurements makes (about
+// half a row's time, at about ten times a row's rate: shorter, it varies
+// more).
 func adjacentRequests(o *options) int { return 5 * o.n }
 
 // limitResults are the limits' measurements.

@@ -16,9 +16,9 @@
 // (an empty answer, its own process, the same clients) and SQLite alone
 // (one-row write transactions on one writer), so that each row reads as a
 // fraction of what the machine allows. As the machine's speed drifts
-// within a run, net/http alone is also measured just after each of
-// graphserver's measurements, and the first table's last column gives each
-// row as a fraction of it.
+// within a run, net/http alone is also measured just before and just after
+// each of graphserver's measurements, and the first table's last column
+// gives each row as a fraction of the mean of the two.
 //
 // Usage:
 //
@@ -94,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.js, "js", "", "also measure the server at this base URL (the LangGraph JS dev server, see bench/)")
 	fs.StringVar(&o.jsName, "js-name", "JS dev server", "name of the -js server in the table")
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run the graphserver in this process (no RSS figure; for tests)")
-	fs.BoolVar(&o.limits, "limits", true, "also measure the box's limits in the same run (net/http alone on loopback, SQLite one-row write transactions) and print their table, and each row as a fraction of net/http alone measured just after it")
+	fs.BoolVar(&o.limits, "limits", true, "also measure the box's limits in the same run (net/http alone on loopback, SQLite one-row write transactions) and print their table, and each row as a fraction of net/http alone measured around it (just before and just after)")
 	fs.BoolVar(&o.server.bare, "bare", false, "with -serve: serve only net/http's empty answer (the HTTP limit)")
 	fs.BoolVar(&o.serve, "serve", false, "only serve (the process the load test starts): print the address, serve until stdin closes")
 	fs.StringVar(&o.server.db, "db", "", "SQLite file of the started server (default: a new temp file), or a postgres:// URL")
@@ -155,9 +155,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The limits are measured before the rows and again after them, each
 	// time with the servers quiet: the machine's speed drifts over a run
 	// of minutes, and the table's ranges show by how much. net/http alone
-	// is also measured just after each of graphserver's measurements
-	// (loadTest), so that each row reads as a fraction of the machine's
-	// speed of that moment.
+	// is also measured just before and just after each of graphserver's
+	// measurements (loadTest), so that each row reads as a fraction of the
+	// machine's speed of that moment.
 	var bare *target
 	if o.limits {
 		for _, t := range targets {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -27,8 +29,8 @@ func TestRun(t *testing.T) {
 	require.NotContains(t, table, "| 0/s", table)
 	require.Contains(t, table, "s in all for quiet servers before measurements", table)
 	require.Contains(t, table, "| the box's limit, in this run, before and after the rows | rate |", table)
-	// Each row as a fraction of net/http alone measured just after it.
-	require.Contains(t, table, "| CPU/req | graphserver ÷ net/http alone just after |\n", table)
+	// Each row as a fraction of net/http alone measured around it.
+	require.Contains(t, table, "| CPU/req | graphserver ÷ net/http alone around it |\n", table)
 	for _, sc := range scenarios {
 		require.Regexp(t, `\| `+regexp.QuoteMeta(sc.name)+` \| .* \| [0-9.]+%(–[0-9.]+%)? \|\n`, table)
 	}
@@ -61,7 +63,7 @@ func TestRunAgainst(t *testing.T) {
 		"-js", other.base, "-js-name", "other", "-repeat", "2"}, &out, io.Discard)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Equal(t, "| scenario | graphserver | p50 | p99 | CPU/req | other | p50 | p99 | CPU/req | graphserver ÷ other | graphserver ÷ net/http alone just after |", lines[len(lines)-3])
+	require.Equal(t, "| scenario | graphserver | p50 | p99 | CPU/req | other | p50 | p99 | CPU/req | graphserver ÷ other | graphserver ÷ net/http alone around it |", lines[len(lines)-3])
 	require.Regexp(t, `^\| POST /threads \| .* \| [0-9.]+× rate, [0-9.]+× faster p50(, [0-9.]+× less CPU)? \| [0-9.]+%(–[0-9.]+%)? \|$`, lines[len(lines)-1])
 }
 
@@ -127,4 +129,25 @@ func TestWaitQuiet(t *testing.T) {
 	quiet, err = waitQuiet(t.Context(), []int{0}, time.Hour, 0.5, time.Hour)
 	require.NoError(t, err)
 	require.True(t, quiet, "no process apart: nothing to wait for")
+}
+
+// TestNetHTTPAroundEachMeasurement: net/http alone is measured just before
+// and just after each of graphserver's measurements, adjacentRequests
+// requests each time, for the last column.
+func TestNetHTTPAroundEachMeasurement(t *testing.T) {
+	o := &options{n: 20, clients: 2, repeat: 2, only: "threads"}
+	gs, err := startTarget(t.Context(), &options{inProcess: true, clients: o.clients}, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, gs.stop()) })
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+	}))
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	require.NoError(t, loadTest(t.Context(), o, []*target{gs}, newTarget("bare", srv.URL, o.clients), &out))
+	require.Equal(t, int64(o.repeat*2*adjacentRequests(o)), served.Load())
+	require.Regexp(t, `\| POST /threads \| .* \| [0-9.]+%(–[0-9.]+%)? \|\n`, out.String())
 }

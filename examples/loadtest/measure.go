@@ -27,8 +27,10 @@ type result struct {
 // loadTest runs every selected scenario on every target, o.repeat times,
 // alternating targets, and prints the table. With bare (the server of the
 // HTTP limit, see startBare), each measurement of the first target is
-// followed by one of bare, once the targets are quiet, and the table's last
-// column gives the first target's rate as a fraction of bare's.
+// preceded and followed by one of bare, once the targets are quiet, and
+// the table's last column gives the first target's rate as a fraction of
+// the mean of those two (the machine's speed drifts: the two around a
+// measurement estimate it at that measurement better than either).
 func loadTest(ctx context.Context, o *options, targets []*target, bare *target, stdout io.Writer) error {
 	for _, t := range targets {
 		if err := t.waitReady(ctx); err != nil {
@@ -39,7 +41,7 @@ func loadTest(ctx context.Context, o *options, targets []*target, bare *target, 
 		o.clients, o.n, o.repeat, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), loadAverage())
 	rows := [][]string{header(targets)}
 	if bare != nil {
-		rows[0] = append(rows[0], targets[0].name+" ÷ net/http alone just after")
+		rows[0] = append(rows[0], targets[0].name+" ÷ net/http alone around it")
 	}
 	quiet := &quietWaits{}
 	for _, sc := range scenarios {
@@ -47,7 +49,7 @@ func loadTest(ctx context.Context, o *options, targets []*target, bare *target, 
 			continue
 		}
 		res := make([][]result, len(targets))
-		var shares []float64 // of the HTTP limit just after
+		var shares []float64 // of the HTTP limit around each measurement
 		for _, t := range targets {
 			if sc.setup != nil {
 				if err := sc.setup(ctx, t, o.clients); err != nil {
@@ -60,6 +62,14 @@ func loadTest(ctx context.Context, o *options, targets []*target, bare *target, 
 		}
 		for range o.repeat {
 			for i, t := range targets {
+				around := i == 0 && bare != nil
+				var before result
+				if around {
+					var err error
+					if before, err = measureBare(ctx, o, targets, bare, quiet); err != nil {
+						return err
+					}
+				}
 				if err := quiet.wait(ctx, targets); err != nil {
 					return err
 				}
@@ -68,15 +78,12 @@ func loadTest(ctx context.Context, o *options, targets []*target, bare *target, 
 					return fmt.Errorf("%s: %s: %w", t.name, sc.name, err)
 				}
 				res[i] = append(res[i], r)
-				if i == 0 && bare != nil {
-					if err := quiet.wait(ctx, targets); err != nil {
+				if around {
+					after, err := measureBare(ctx, o, targets, bare, quiet)
+					if err != nil {
 						return err
 					}
-					h, err := measure(ctx, bare, o.clients, adjacentRequests(o), getOK)
-					if err != nil {
-						return fmt.Errorf("bare HTTP server: %w", err)
-					}
-					shares = append(shares, r.rate/h.rate)
+					shares = append(shares, r.rate/((before.rate+after.rate)/2))
 				}
 			}
 		}
@@ -112,6 +119,19 @@ func loadTest(ctx context.Context, o *options, targets []*target, bare *target, 
 		printTable(stdout, rows)
 	}
 	return nil
+}
+
+// measureBare measures net/http alone (bare) next to a row's measurement,
+// once the targets are quiet.
+func measureBare(ctx context.Context, o *options, targets []*target, bare *target, quiet *quietWaits) (result, error) {
+	if err := quiet.wait(ctx, targets); err != nil {
+		return result{}, err
+	}
+	h, err := measure(ctx, bare, o.clients, adjacentRequests(o), getOK)
+	if err != nil {
+		return result{}, fmt.Errorf("bare HTTP server: %w", err)
+	}
+	return h, nil
 }
 
 // Before each measurement the servers are left to finish the work of the
