@@ -244,7 +244,7 @@ func (t *txn) SelectRuns(ctx context.Context, sel *graphserver.RunCancelSelect, 
 		w.add("r.thread_id = ?", sel.ThreadID)
 		w.add("r.run_id IN (?"+strings.Repeat(", ?", len(sel.RunIDs)-1)+")", anys(sel.RunIDs)...)
 	case sel.Status == "all":
-		w.add("r.status IN ('pending', 'running')")
+		w.add(activeStatus("r"))
 	default:
 		w.add("r.status = ?", sel.Status)
 	}
