@@ -469,9 +469,7 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 		}
 		switch {
 		case f.DeleteThread:
-			if err := tx.DeleteThread(ctx, threadID); err != nil {
-				return err
-			}
+			// Deleted with the run's end (endHeldRun).
 		case f.Summary != nil:
 			if left, err = writeSummary(ctx, tx, threadID, f.Summary, len(f.Summary.Values) == 0, f.Now, active); err != nil {
 				return err
@@ -490,22 +488,26 @@ func finishRunActive(ctx context.Context, st driver.Storage, f *driver.RunFinish
 }
 
 // endHeldRun checks that f.Owner holds the run and ends its row as f says
-// (status set, deleted, or left to go with its thread). It returns the
+// (status set, deleted, or deleted with its thread). It returns the
 // run's thread, and whether the thread has another pending or running run
 // when that was read with the end (nil when not).
 func endHeldRun(ctx context.Context, tx driver.Tx, f *driver.RunFinish) (string, *bool, error) {
-	if !f.Delete && !f.DeleteThread {
+	switch {
+	case f.DeleteThread:
+		// The run goes with its thread (and with the run, what Delete
+		// would delete).
+		threadID, err := tx.DeleteHeldRunThread(ctx, f.RunID, f.Owner)
+		return threadID, nil, err
+	case f.Delete:
+		held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
+		if err != nil {
+			return "", nil, err
+		}
+		return held.ThreadID, nil, tx.DeleteRun(ctx, held.ThreadID, f.RunID)
+	default:
 		threadID, active, err := tx.EndHeldRun(ctx, f.RunID, f.Owner, f.Status, f.Now)
 		return threadID, &active, err
 	}
-	held, err := tx.HeldRun(ctx, f.RunID, f.Owner)
-	if err != nil {
-		return "", nil, err
-	}
-	if f.Delete {
-		err = tx.DeleteRun(ctx, held.ThreadID, f.RunID)
-	} // else (DeleteThread) the run goes with its thread
-	return held.ThreadID, nil, err
 }
 
 // maxAttemptsError is the thread error of a run that ran out of attempts.

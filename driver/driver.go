@@ -129,6 +129,13 @@ type Tx interface {
 	// another pending or running run (active: what ActiveRuns would list
 	// then). ENOTFOUND, changing nothing, when owner does not hold it.
 	EndHeldRun(ctx context.Context, runID, owner, status string, now time.Time) (threadID string, active bool, err error)
+	// DeleteHeldRunThread is HeldRun then DeleteThread of the run's
+	// thread, in as few statements as the driver can (the end of a
+	// stateless run, whose thread is temporary): when owner holds run
+	// runID (status running, lease owner), the run's thread is deleted
+	// with its runs and checkpoints, and its id is returned. ENOTFOUND,
+	// changing nothing, when owner does not hold it.
+	DeleteHeldRunThread(ctx context.Context, runID, owner string) (threadID string, err error)
 }
 
 // ThreadWrite is a change Tx.UpdateThread applies to a thread. UpdatedAt is

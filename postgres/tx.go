@@ -288,6 +288,17 @@ func (t *txn) HeldRun(ctx context.Context, runID, owner string) (*driver.RunRef,
 	return &runRefs(rows)[0], nil
 }
 
+// DeleteHeldRunThread implements driver.Tx: HeldRun, which locks the
+// thread then the run, then DeleteThread, which notifies the thread's
+// other active runs' followers.
+func (t *txn) DeleteHeldRunThread(ctx context.Context, runID, owner string) (string, error) {
+	held, err := t.HeldRun(ctx, runID, owner)
+	if err != nil {
+		return "", err
+	}
+	return held.ThreadID, t.DeleteThread(ctx, held.ThreadID)
+}
+
 // PutCheckpoints implements driver.Tx: cps are checked already.
 func (t *txn) PutCheckpoints(ctx context.Context, cps []*driver.CheckpointRecord) error {
 	if len(cps) == 0 {

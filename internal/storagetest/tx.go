@@ -535,6 +535,65 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		})
 	})
 
+	t.Run("DeleteHeldRunThread", func(t *testing.T) {
+		// Tx.DeleteHeldRunThread: HeldRun then DeleteThread, ENOTFOUND
+		// changing nothing when the run is not held.
+		t.Parallel()
+		st := setup(t)
+		createThread(t, st, threadOpts{ID: "t9"})
+		putCheckpoint(t, st, "t1", checkpointOpts{ID: "k1", RunID: "c1"})
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "c1", ThreadID: "t1"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)}))
+			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "q1", ThreadID: "t1"}), nil))
+			return tx.InsertRun(ctx, newRun(runOpts{ID: "o1", ThreadID: "t9"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)})
+		})
+		// The transaction commits: the failed calls changed nothing. (The
+		// results are checked outside the callback, which may run on the
+		// driver's writer goroutine, where a failing require would hang.)
+		var errs []error
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			errs = nil
+			for _, c := range []struct{ run, owner string }{{"c1", "other"}, {"q1", "w"}, {"missing", "w"}} {
+				_, err := tx.DeleteHeldRunThread(ctx, c.run, c.owner)
+				errs = append(errs, err)
+			}
+			return nil
+		})
+		require.Len(t, errs, 3)
+		for _, err := range errs {
+			requireCode(t, err, graphserver.ENOTFOUND)
+		}
+		getThread(t, st, "t1")
+		require.Equal(t, graphserver.RunRunning, getRun(t, st, "c1").Status)
+		require.Equal(t, graphserver.RunPending, getRun(t, st, "q1").Status)
+
+		var threadID string
+		var again error
+		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
+			var err error
+			if threadID, err = tx.DeleteHeldRunThread(ctx, "c1", "w"); err != nil {
+				return err
+			}
+			// Gone already within the transaction.
+			_, again = tx.DeleteHeldRunThread(ctx, "c1", "w")
+			return nil
+		})
+		require.Equal(t, "t1", threadID)
+		requireCode(t, again, graphserver.ENOTFOUND)
+		// The thread went with its runs and checkpoints; the other
+		// thread's run stayed.
+		_, err := st.GetThread(t.Context(), "t1", nil)
+		requireCode(t, err, graphserver.ENOTFOUND)
+		for _, id := range []string{"c1", "q1"} {
+			_, err = st.GetRun(t.Context(), "", id, nil)
+			requireCode(t, err, graphserver.ENOTFOUND)
+		}
+		_, err = st.GetCheckpoint(t.Context(), "t1", "", "")
+		requireCode(t, err, graphserver.ENOTFOUND)
+		getThread(t, st, "t9")
+		require.Equal(t, graphserver.RunRunning, getRun(t, st, "o1").Status)
+	})
+
 	t.Run("WebhookAndCron", func(t *testing.T) {
 		t.Parallel()
 		st := setup(t)
