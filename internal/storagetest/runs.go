@@ -48,7 +48,7 @@ func newRun(o runOpts) *graphserver.Run {
 // rules: the thread is left as it is).
 func endRun(t *testing.T, st driver.Storage, runID, status string) {
 	t.Helper()
-	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+	require.NoError(t, withTx(t, t.Context(), st, func(ctx context.Context, tx driver.Tx) error {
 		return tx.SetRunStatus(ctx, runID, status, at(50))
 	}))
 }
@@ -58,7 +58,7 @@ func endRun(t *testing.T, st driver.Storage, runID, status string) {
 func insertRun(t *testing.T, st driver.Storage, o runOpts) *graphserver.Run {
 	t.Helper()
 	r := newRun(o)
-	require.NoError(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+	require.NoError(t, withTx(t, t.Context(), st, func(ctx context.Context, tx driver.Tx) error {
 		if _, err := tx.CheckThread(ctx, r.ThreadID, nil); err != nil {
 			return err
 		}
@@ -615,7 +615,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 
 		// The lease lapses and another claim takes the run over (the
 		// Server's sweep puts it back to pending).
-		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		require.NoError(t, withTx(t, ctx, b.st, func(ctx context.Context, tx driver.Tx) error {
 			expired, err := tx.ExpiredRuns(ctx, at(20))
 			if err != nil || len(expired) != 1 {
 				return fmt.Errorf("expired runs %v: %w", expired, err)
@@ -676,7 +676,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		requireLatest("c1")
 
 		// The lease lapses and another claim takes the run over.
-		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		require.NoError(t, withTx(t, ctx, b.st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.SetRunStatus(ctx, "r1", graphserver.RunPending, at(20))
 		}))
 		_, err = b.rs.ClaimRun(ctx, "w2", at(21), at(80))
@@ -687,7 +687,7 @@ func exerciseRuns(t *testing.T, open func(t *testing.T) driver.Storage) {
 		requireLatest("c2")
 
 		// They are the run's: deleting it takes them.
-		require.NoError(t, b.st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		require.NoError(t, withTx(t, ctx, b.st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.DeleteRun(ctx, "t1", "r1")
 		}))
 		requireLatest("")

@@ -5,6 +5,7 @@
 package storagetest
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -125,6 +126,30 @@ type threadOpts struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time // default CreatedAt
 	StateUpdatedAt time.Time // default CreatedAt
+}
+
+// withTx is st.WithTx(ctx, fn) for a test whose fn asserts with require.
+// A driver may run fn on a goroutine of its own (SQLite's group writer),
+// where a failed assertion ends that goroutine rather than the test, and
+// WithTx would then never return: the test would hang until go test's
+// timeout. withTx returns WithTx's error, or ends the test as soon as it
+// has failed.
+func withTx(t *testing.T, ctx context.Context, st driver.Storage, fn func(ctx context.Context, tx driver.Tx) error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- st.WithTx(ctx, fn) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if t.Failed() {
+				t.FailNow()
+			}
+		}
+	}
 }
 
 // createThread inserts a thread and returns what the storage returned.

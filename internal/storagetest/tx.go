@@ -26,7 +26,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 	// inTx runs fn in one transaction and requires it to succeed.
 	inTx := func(t *testing.T, st driver.Storage, fn func(ctx context.Context, tx driver.Tx) error) {
 		t.Helper()
-		require.NoError(t, st.WithTx(t.Context(), fn))
+		require.NoError(t, withTx(t, t.Context(), st, fn))
 	}
 	getThread := func(t *testing.T, st driver.Storage, id string) *graphserver.Thread {
 		t.Helper()
@@ -53,7 +53,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		t.Parallel()
 		st := setup(t)
 		boom := graphserver.Errorf(graphserver.ECONFLICT, "boom")
-		err := st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+		err := withTx(t, t.Context(), st, func(ctx context.Context, tx driver.Tx) error {
 			if err := tx.InsertRun(ctx, newRun(runOpts{ID: "r1", ThreadID: "t1"}), nil); err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		ran := false
-		err := st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		err := withTx(t, ctx, st, func(ctx context.Context, tx driver.Tx) error {
 			ran = true
 			return nil
 		})
@@ -387,7 +387,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		// checked before the transaction, see FinishInvalidCheckpoints.)
 		missing := cp("m1", "", "1")
 		missing.ThreadID = "missing"
-		err = st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+		err = withTx(t, t.Context(), st, func(ctx context.Context, tx driver.Tx) error {
 			return tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{cp("c3", "c2", "5"), missing})
 		})
 		requireCode(t, err, graphserver.ENOTFOUND)
@@ -445,7 +445,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 		// It sees what the transaction wrote before it, which goes if the
 		// transaction fails.
 		boom := errors.New("boom")
-		err = st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		err = withTx(t, ctx, st, func(ctx context.Context, tx driver.Tx) error {
 			if err := tx.PutCheckpoints(ctx, []*driver.CheckpointRecord{{ThreadID: "t1", CheckpointID: "c3", ParentCheckpointID: "c2",
 				CreatedAt: at(4), ChannelVersions: map[string]string{"m": "3", "k": "1"}, NewBlobs: []driver.ChannelBlob{blob("m", "3", "2", `["d"]`)}}}); err != nil {
 				return err
@@ -624,7 +624,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 
 		// A firing in a transaction that fails is not claimed.
 		errStop := errors.New("stop")
-		require.ErrorIs(t, st.WithTx(t.Context(), func(ctx context.Context, tx driver.Tx) error {
+		require.ErrorIs(t, withTx(t, t.Context(), st, func(ctx context.Context, tx driver.Tx) error {
 			fired, err := tx.FireCron(ctx, &driver.CronFiring{CronID: "c1", Due: at(20), Next: ptr(at(30))})
 			require.NoError(t, err)
 			require.True(t, fired)

@@ -150,7 +150,7 @@ func exerciseWebhooks(t *testing.T, open func(t *testing.T) driver.Storage) {
 		ctx := t.Context()
 		createThread(t, st, threadOpts{ID: "t1"})
 		insertRun(t, st, runOpts{ID: "r1", ThreadID: "t1"})
-		require.NoError(t, st.WithTx(ctx, func(ctx context.Context, tx driver.Tx) error {
+		require.NoError(t, withTx(t, ctx, st, func(ctx context.Context, tx driver.Tx) error {
 			if err := tx.InsertWebhook(ctx, &driver.WebhookDelivery{ID: "w1", RunID: "r1", URL: "https://example.com/h",
 				Body: json.RawMessage(`{}`), NextAt: at(1)}, at(1)); err != nil {
 				return err
