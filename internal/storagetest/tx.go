@@ -547,9 +547,7 @@ func exerciseTx(t *testing.T, open func(t *testing.T) driver.Storage) {
 			require.NoError(t, tx.InsertRun(ctx, newRun(runOpts{ID: "q1", ThreadID: "t1"}), nil))
 			return tx.InsertRun(ctx, newRun(runOpts{ID: "o1", ThreadID: "t9"}), &driver.RunClaim{Owner: "w", LeaseUntil: at(30)})
 		})
-		// The transaction commits: the failed calls changed nothing. (The
-		// results are checked outside the callback, which may run on the
-		// driver's writer goroutine, where a failing require would hang.)
+		// The transaction commits: the failed calls changed nothing.
 		var errs []error
 		inTx(t, st, func(ctx context.Context, tx driver.Tx) error {
 			errs = nil
