@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,7 +85,14 @@ func TestStatementsPerRun(t *testing.T) {
 		}
 		commits := float64(b["COMMIT"]) / runs
 		t.Logf("%s: %.1f statements and %.1f commits per run\n%s", c.name, float64(n)/runs, commits, strings.Join(lines, "\n"))
-		require.LessOrEqual(t, n/runs, c.statements, c.name)
+		limit := c.statements
+		if c.threadID != "" && os.Getenv("GRAPHSERVER_SQLITE_VERIFY_CACHE") == "1" {
+			// Every hit of the latest-checkpoint cache is compared with a
+			// read of the checkpoint's row and its blobs (.ci/run's
+			// verified run): 18.4 measured.
+			limit += 2
+		}
+		require.LessOrEqual(t, n/runs, limit, c.name)
 		require.LessOrEqual(t, commits, float64(c.commit), c.name)
 		require.Zero(t, reads, "a run's new chains are numbered from its parent's (placer.newChain)")
 		if c.threadID != "" {
