@@ -7,6 +7,9 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// VerifyCacheEnv is verifyCacheEnv, for the tests that count statements.
+const VerifyCacheEnv = verifyCacheEnv
+
 // ConnPragmas returns journal_mode, foreign_keys and busy_timeout of n
 // distinct reader connections held at once, then of the writer connection
 // (last).

@@ -86,7 +86,7 @@ func TestStatementsPerRun(t *testing.T) {
 		commits := float64(b["COMMIT"]) / runs
 		t.Logf("%s: %.1f statements and %.1f commits per run\n%s", c.name, float64(n)/runs, commits, strings.Join(lines, "\n"))
 		limit := c.statements
-		if c.threadID != "" && os.Getenv("GRAPHSERVER_SQLITE_VERIFY_CACHE") == "1" {
+		if c.threadID != "" && os.Getenv(sqlite.VerifyCacheEnv) == "1" {
 			// Every hit of the latest-checkpoint cache is compared with a
 			// read of the checkpoint's row and its blobs (.ci/run's
 			// verified run): 18.4 measured.

@@ -293,16 +293,13 @@ func (t *txn) EndHeldRun(ctx context.Context, runID, owner, status string, now t
 	return threadID, active, nil
 }
 
-// deleteHeldRunThreadQuery deletes the thread of run ?1 held by ?2
-// (with its runs and checkpoints, by cascade), returning the thread's id.
-var deleteHeldRunThreadQuery = `DELETE FROM threads WHERE thread_id = (SELECT r.thread_id FROM runs AS r
-		WHERE r.run_id = ? AND r.lease_owner = ? AND r.status = 'running')
-		RETURNING thread_id`
-
-// DeleteHeldRunThread implements driver.Tx: one statement.
+// DeleteHeldRunThread implements driver.Tx: one statement, the thread's
+// runs and checkpoints going by cascade.
 func (t *txn) DeleteHeldRunThread(ctx context.Context, runID, owner string) (string, error) {
 	var threadID string
-	err := t.tx.QueryRowContext(ctx, deleteHeldRunThreadQuery, runID, owner).Scan(&threadID)
+	err := t.tx.QueryRowContext(ctx, `DELETE FROM threads WHERE thread_id = (SELECT r.thread_id FROM runs AS r
+		WHERE r.run_id = ? AND r.lease_owner = ? AND r.status = 'running')
+		RETURNING thread_id`, runID, owner).Scan(&threadID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", runNotFound(runID)
 	} else if err != nil {
